@@ -110,7 +110,7 @@ def set_io_timeout(sock: socket.socket, seconds: float | None) -> None:
         return
     sock.settimeout(None)
     whole = int(seconds or 0)
-    micros = int(round(((seconds or 0) - whole) * 1_000_000))
+    micros = round(((seconds or 0) - whole) * 1_000_000)
     timeval = struct.pack("ll", whole, micros)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, timeval)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, timeval)
@@ -154,7 +154,9 @@ def open_connection(params: ConnectionParams, core: ModuleType) -> Any:
     conn = core.Connection(sock)
     handshake: list[tuple[Any, ...]] = []
     if params.password is not None:
-        handshake.append(("AUTH", params.username, params.password) if params.username else ("AUTH", params.password))
+        handshake.append(
+            ("AUTH", params.username, params.password) if params.username else ("AUTH", params.password)
+        )
     if params.db:
         handshake.append(("SELECT", params.db))
     if params.client_name:
@@ -170,4 +172,3 @@ def open_connection(params: ConnectionParams, core: ModuleType) -> Any:
                 conn.close()
                 raise reply
     return conn
-

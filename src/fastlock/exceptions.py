@@ -64,7 +64,7 @@ class ArgumentTypeError(FastlockError, TypeError):
 # --- transport errors -----------------------------------------------------------------
 
 
-class ConnectionError(FastlockError, builtins.ConnectionError):  # noqa: A001
+class ConnectionError(FastlockError, builtins.ConnectionError):
     """The connection failed or was lost; it has been discarded.
 
     ``sent`` tells whether any byte of the failed command left the client. When it is
@@ -76,7 +76,7 @@ class ConnectionError(FastlockError, builtins.ConnectionError):  # noqa: A001
         self.sent = sent
 
 
-class TimeoutError(ConnectionError, builtins.TimeoutError):  # noqa: A001
+class TimeoutError(ConnectionError, builtins.TimeoutError):
     """Connecting, sending or waiting for a reply took longer than its timeout."""
 
 
@@ -90,7 +90,10 @@ class ProtocolError(FastlockError):
 
 # --- server error replies -------------------------------------------------------------
 
-_SCRIPT_SUFFIX = re.compile(r" script: (?P<sha>\S*), on @(?:user_script|user_function):(?P<line>\d+)\.$")
+# Redis 7: " script: <sha>, on @user_script:<line>."; Valkey 8+: " script: on @user_script:<line>."
+_SCRIPT_SUFFIX = re.compile(
+    r" script: (?:(?P<sha>[^,\s]+), )?on @(?:user_script|user_function):(?P<line>\d+)\.$"
+)
 _SCRIPT_V6 = re.compile(r"^ERR Error (?:running|compiling) script \(")
 
 

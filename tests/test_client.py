@@ -1,0 +1,221 @@
+"""Client, pipeline, pool and connection set-up against real servers, for both cores."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from harness.servers import TempServer
+
+import fastlock
+
+
+def test_commands_round_trip(client: fastlock.Client) -> None:
+    assert client.execute("SET", "k", 1.5) == b"OK"
+    assert client.execute("GET", "k") == b"1.5"
+    assert client.execute("INCRBY", "n", 41) == 41
+    assert client.execute("RPUSH", "l", "a", b"b", True, None) == 4
+    assert client.execute("LRANGE", "l", 0, -1) == [b"a", b"b", b"1", b"0"]
+    assert client.execute("GET", "missing") is None
+    big = os.urandom(300_000)
+    assert client.execute("SET", "big", big) == b"OK"
+    assert client.execute("GET", "big") == big
+
+
+def test_error_replies_raise_typed_and_keep_the_connection(client: fastlock.Client) -> None:
+    client.execute("SET", "k", "v")
+    with pytest.raises(fastlock.WrongTypeError) as info:
+        client.execute("LPUSH", "k", 1)
+    assert info.value.code == "WRONGTYPE"
+    with pytest.raises(fastlock.ResponseError) as info:
+        client.execute("NOSUCHCOMMAND")
+    assert info.value.code == "ERR"
+    assert client.execute("GET", "k") == b"v"
+    assert client.pool.size == 1
+
+
+def test_bad_argument_leaves_the_connection_clean(client: fastlock.Client) -> None:
+    client.execute("PING")
+    with pytest.raises(fastlock.ArgumentTypeError, match="argument 3"):
+        client.execute("SET", "k", "v", object())
+    with pytest.raises(fastlock.ArgumentError):
+        client.evalsha("0" * 40, ["k"], ["ok", float("nan")])
+    assert client.execute("ECHO", "still in step") == b"still in step"
+    assert client.execute("EXISTS", "k") == 0
+    assert client.pool.size == 1
+
+
+def test_pipeline_one_write_many_replies(client: fastlock.Client) -> None:
+    pipe = client.pipeline()
+    for i in range(100):
+        pipe.execute_command("RPUSH", "l", i)
+    pipe.execute_command("LLEN", "l")
+    replies = pipe.execute()
+    assert replies == [*range(1, 101), 100]
+    assert len(pipe) == 0
+
+
+def test_pipeline_errors_in_place_or_raised_after_all_replies(client: fastlock.Client) -> None:
+    client.execute("SET", "s", "x")
+    pipe = client.pipeline().execute_command("INCR", "n").execute_command("LPUSH", "s", 1)
+    replies = pipe.execute_command("INCR", "n").execute(raise_on_error=False)
+    assert replies[0] == 1 and isinstance(replies[1], fastlock.WrongTypeError) and replies[2] == 2
+    pipe = client.pipeline().execute_command("LPUSH", "s", 1).execute_command("INCR", "n")
+    with pytest.raises(fastlock.WrongTypeError):
+        pipe.execute()
+    assert client.execute("GET", "n") == b"3"
+
+
+def test_register_script_loads_on_noscript(client: fastlock.Client) -> None:
+    script = client.register_script("return {KEYS[1], ARGV[1], tonumber(ARGV[2]) + 1}")
+    assert script(keys=["k"], args=[True, 41]) == [b"k", b"1", 42]
+    client.execute("SCRIPT", "FLUSH")
+    assert script(keys=["k"], args=[None, 1]) == [b"k", b"0", 2]
+    assert client.execute("SCRIPT", "EXISTS", script.sha) == [1]
+
+
+def test_script_raising_noscript_text_is_not_rerun(client: fastlock.Client) -> None:
+    script = client.register_script("redis.call('INCR', KEYS[1]) error('NOSCRIPT fake')")
+    with pytest.raises(fastlock.ScriptError) as info:
+        script(keys=["runs"])
+    assert not isinstance(info.value, fastlock.NoScriptError)
+    assert client.execute("GET", "runs") == b"1"
+
+
+def test_unix_socket_and_db_selection(unix_url: str, impl: str) -> None:
+    with fastlock.Client(f"{unix_url}?db=3", impl=impl) as c3, fastlock.Client(unix_url, impl=impl) as c0:
+        c3.execute("SET", "where", "db3")
+        assert c0.execute("GET", "where") is None
+        assert c3.execute("GET", "where") == b"db3"
+        assert c3.execute("CLIENT", "INFO").split(b" db=")[1].startswith(b"3 ")
+
+
+def test_url_db_path_and_overrides(redis_url: str, impl: str) -> None:
+    with fastlock.Client(f"{redis_url}/5", impl=impl, client_name="flt") as client:
+        client.execute("SET", "x", 1)
+        info = client.execute("CLIENT", "INFO")
+        assert b" db=5 " in info and b" name=flt " in info
+    assert fastlock.parse_url("redis://u:p%40ss@h:7000/2").password == "p@ss"
+    with pytest.raises(ValueError, match="unsupported URL scheme"):
+        fastlock.parse_url("http://x")
+
+
+def test_password_and_acl_user(server_factory: Callable[..., TempServer], impl: str) -> None:
+    srv = server_factory(password="s3cret", acl_users=[("alice", "wonder", "+@all ~*")])
+    with fastlock.Client(srv.url, impl=impl, password="s3cret") as client:
+        assert client.execute("PING") == b"PONG"
+    with fastlock.Client(srv.url, impl=impl, username="alice", password="wonder") as client:
+        assert client.execute("ACL", "WHOAMI") == b"alice"
+    with fastlock.Client(srv.url, impl=impl, username="alice", password="wrong") as client:
+        with pytest.raises(fastlock.AuthenticationError):
+            client.execute("PING")
+        assert client.pool.size == 0
+    with fastlock.Client(srv.url, impl=impl) as client, pytest.raises(fastlock.AuthenticationError):
+        client.execute("SET", "k", 1)
+
+
+def test_tls(tls_server: TempServer, impl: str) -> None:
+    url = f"{tls_server.tls_url}?ssl_ca_certs={tls_server.ca_path}"
+    with fastlock.Client(url, impl=impl) as client:
+        assert client.execute("SET", "tls", "yes") == b"OK"
+        assert client.execute("GET", "tls") == b"yes"
+        assert client.register_script("return ARGV[1]")(args=["over tls"]) == b"over tls"
+    with (
+        fastlock.Client(tls_server.tls_url, impl=impl) as client,
+        pytest.raises(fastlock.ConnectionError) as info,
+    ):
+        client.execute("PING")
+    assert info.value.sent is False
+
+
+def test_from_redis(server: Any, impl: str) -> None:
+    redis = pytest.importorskip("redis")
+    r = redis.Redis(host=server.host, port=server.port, db=4)
+    client = fastlock.Client.from_redis(r, impl=impl)
+    client.execute("SET", "shared", "from fastlock")
+    assert r.get("shared") == b"from fastlock"
+    assert client.params.db == 4 and client.params.port == server.port
+    unix = fastlock.Client.from_redis(redis.Redis(unix_socket_path=server.unix_path, db=4), impl=impl)
+    assert unix.execute("GET", "shared") == b"from fastlock"
+
+
+def test_from_redis_tls(tls_server: TempServer, impl: str) -> None:
+    redis = pytest.importorskip("redis")
+    r = redis.Redis(host="127.0.0.1", port=tls_server.port, ssl=True, ssl_ca_certs=tls_server.ca_path)
+    with fastlock.Client.from_redis(r, impl=impl) as client:
+        assert client.params.ssl_context is not None
+        assert client.execute("PING") == b"PONG"
+
+
+def test_pool_is_bounded_and_times_out(redis_url: str, impl: str) -> None:
+    client = fastlock.Client(redis_url, impl=impl, max_connections=2, pool_timeout=0.2)
+    held = [client.pool.get(), client.pool.get()]
+    with pytest.raises(fastlock.PoolTimeoutError, match="all 2 in use"):
+        client.pool.get()
+    released = threading.Timer(0.05, client.pool.put, [held.pop()])
+    released.start()
+    conn = client.pool.get()  # handed over by the release
+    assert client.pool.size == 2
+    client.pool.put(conn)
+    client.pool.put(held.pop())
+    assert client.pool.idle == 2
+    client.close()
+
+
+def test_pool_under_many_threads(redis_url: str, impl: str) -> None:
+    client = fastlock.Client(redis_url, impl=impl, max_connections=4, pool_timeout=10)
+    script = client.register_script("return redis.call('INCR', KEYS[1])")
+    errors: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            for i in range(150):
+                client.execute("INCR", "n") if i % 2 else script(keys=["n"])
+        except BaseException as exc:  # noqa: BLE001 - reported by the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert client.execute("GET", "n") == b"1800"
+    assert client.pool.size <= 4
+
+
+def test_fork_child_never_reuses_parent_sockets(client: fastlock.Client) -> None:
+    parent_id = client.execute("CLIENT", "ID")
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: report its connection id, or -1 on failure
+        try:
+            child_id = client.execute("CLIENT", "ID")
+            client.execute("INCR", "forked")
+            os.write(write, str(child_id).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    child_report = os.read(read, 64)
+    os.close(read)
+    os.waitpid(pid, 0)
+    assert int(child_report) != parent_id
+    assert client.execute("CLIENT", "ID") == parent_id
+    assert client.execute("GET", "forked") == b"1"
+
+
+def test_idle_connection_killed_by_server_is_replaced(redis_url: str, impl: str) -> None:
+    client = fastlock.Client(redis_url, impl=impl, health_check_interval=0)
+    first = client.execute("CLIENT", "ID")
+    with fastlock.Client(redis_url, impl=impl) as admin:
+        assert admin.execute("CLIENT", "KILL", "ID", first) == 1
+    assert client.execute("PING") == b"PONG"
+    assert client.execute("CLIENT", "ID") != first
+
+
+def test_impl_attribute(client: fastlock.Client, impl: str) -> None:
+    assert client.impl == impl
+    assert fastlock.__impl__ in ("cython", "python")

@@ -1,0 +1,148 @@
+"""Faults: timeouts, lost replies, killed servers and connections. Never a write twice."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+from harness.servers import TcpProxy, TempServer
+
+import fastlock
+
+pytestmark = pytest.mark.fault
+
+COUNTER = "return redis.call('INCR', KEYS[1])"
+
+
+def counter(server_url: str, impl: str) -> bytes | None:
+    with fastlock.Client(server_url, impl=impl) as direct:
+        return direct.execute("GET", "n")
+
+
+@pytest.mark.parametrize("how", ["command", "script"])
+def test_timeout_after_send_is_raised_and_never_resent(
+    proxy: TcpProxy, redis_url: str, impl: str, how: str
+) -> None:
+    client = fastlock.Client(proxy.url, impl=impl, socket_timeout=0.2)
+    script = client.register_script(COUNTER)
+    assert script(keys=["warm"]) == 1  # loaded, so the timed-out call is one EVALSHA
+    proxy.set_reply_delay(0.6)
+    started = time.monotonic()
+    with pytest.raises(fastlock.TimeoutError) as info:
+        client.execute("INCR", "n") if how == "command" else script(keys=["n"])
+    assert 0.15 < time.monotonic() - started < 0.55
+    assert info.value.sent is True
+    assert isinstance(info.value, TimeoutError) and isinstance(info.value, fastlock.ConnectionError)
+    assert client.pool.size == 0  # the desynchronised connection was discarded
+    time.sleep(0.8)
+    assert counter(redis_url, impl) == b"1"  # executed once by the server, never resent
+    proxy.set_reply_delay(0)
+    assert client.execute("INCR", "n") == 2
+
+
+def test_reply_lost_after_execution(proxy: TcpProxy, redis_url: str, impl: str) -> None:
+    client = fastlock.Client(proxy.url, impl=impl)
+    client.execute("PING")
+    proxy.drop_next_reply()
+    with pytest.raises(fastlock.ConnectionError) as info:
+        client.execute("INCR", "n")
+    assert info.value.sent is True and not isinstance(info.value, fastlock.TimeoutError)
+    assert counter(redis_url, impl) == b"1"
+    assert client.execute("INCR", "n") == 2
+
+
+def test_reset_connection_is_retried_only_because_nothing_was_sent(proxy: TcpProxy, impl: str) -> None:
+    client = fastlock.Client(proxy.url, impl=impl, health_check_interval=None)
+    client.execute("SET", "n", 10)
+    proxy.cut()  # RST: the pooled socket is dead before the next command is written
+    time.sleep(0.05)
+    assert client.execute("INCR", "n") == 11
+    assert client.execute("GET", "n") == b"11"
+
+
+def test_killed_server_then_restart(private_server: TempServer, impl: str) -> None:
+    client = fastlock.Client(private_server.url, impl=impl, connect_timeout=1, health_check_interval=None)
+    client.execute("SET", "k", 1)
+    private_server.kill()
+    with pytest.raises(fastlock.ConnectionError):
+        client.execute("GET", "k")
+    with pytest.raises(fastlock.ConnectionError) as info:
+        client.execute("GET", "k")
+    assert info.value.sent is False  # connection refused: nothing left the client
+    private_server.restart()
+    assert client.execute("GET", "k") is None  # persistence is off: data gone
+    assert client.execute("SET", "k", 2) == b"OK"
+    assert client.pool.size == 1
+
+
+def test_client_kill_without_health_check_raises_sent(redis_url: str, impl: str) -> None:
+    client = fastlock.Client(redis_url, impl=impl, health_check_interval=None)
+    victim = client.execute("CLIENT", "ID")
+    with fastlock.Client(redis_url, impl=impl) as admin:
+        admin.execute("CLIENT", "KILL", "ID", victim)
+    with pytest.raises(fastlock.ConnectionError):
+        client.execute("INCR", "n")
+    assert client.execute("INCR", "n") == 1  # the killed connection never ran the first INCR
+
+
+def test_server_pause_times_out_blocking_reader(redis_url: str, impl: str) -> None:
+    client = fastlock.Client(redis_url, impl=impl, socket_timeout=0.2)
+    with pytest.raises(fastlock.TimeoutError):
+        client.execute("BLPOP", "never", 2)
+    assert client.execute("PING") == b"PONG"
+
+
+def test_tls_handshake_timeout_on_a_silent_listener(impl: str) -> None:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    port = listener.getsockname()[1]
+    try:
+        client = fastlock.Client(f"rediss://127.0.0.1:{port}", impl=impl, connect_timeout=0.2)
+        with pytest.raises(fastlock.TimeoutError) as info:
+            client.execute("PING")
+        assert info.value.sent is False
+    finally:
+        listener.close()
+
+
+def test_connection_refused_is_clear(impl: str) -> None:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    listener.close()
+    with pytest.raises(fastlock.ConnectionError, match=f"cannot connect to redis://127.0.0.1:{port}/0"):
+        fastlock.Client(f"redis://127.0.0.1:{port}", impl=impl).execute("PING")
+
+
+def test_server_killed_mid_script_under_threads(private_server: TempServer, impl: str) -> None:
+    client = fastlock.Client(private_server.url, impl=impl, max_connections=4, health_check_interval=None)
+    script = client.register_script(COUNTER)
+    ok, failed = [0], [0]
+    stop = threading.Event()
+
+    def work() -> None:
+        while not stop.is_set():
+            try:
+                script(keys=["n"])
+                ok[0] += 1
+            except fastlock.ConnectionError:
+                failed[0] += 1
+                time.sleep(0.01)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    time.sleep(0.2)
+    private_server.kill()
+    time.sleep(0.1)
+    private_server.restart()
+    time.sleep(0.3)
+    stop.set()
+    for t in threads:
+        t.join()
+    assert failed[0] > 0 and ok[0] > 0
+    # after the restart every success is counted exactly once by the new server
+    assert int(client.execute("GET", "n") or 0) <= ok[0]
