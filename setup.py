@@ -1,9 +1,17 @@
 """Build the Cython core. ``FASTLOCK_NO_EXTENSIONS=1`` installs the pure-Python core only;
-``FASTLOCK_DEBUG=1`` builds with assertions, line tracing and an annotated HTML file."""
+``FASTLOCK_DEBUG=1`` builds with assertions, line tracing and an annotated HTML file.
+
+The top-level ``lua/`` folder (and its subfolders) ships inside the wheel as the package
+data of ``fastlock.lua``, readable with ``importlib.resources.files("fastlock") / "lua"``.
+"""
 
 import os
+from pathlib import Path
 
 from setuptools import Extension, setup
+
+lua_dirs = [Path("lua"), *sorted(p for p in Path("lua").rglob("*") if p.is_dir())]
+lua_packages = {".".join(("fastlock", *d.parts)): d.as_posix() for d in lua_dirs}
 
 if os.environ.get("FASTLOCK_NO_EXTENSIONS"):
     ext_modules = []
@@ -28,4 +36,10 @@ else:
         annotate=debug,
     )
 
-setup(ext_modules=ext_modules)
+setup(
+    ext_modules=ext_modules,
+    packages=["fastlock", *lua_packages],
+    package_dir={"": "src", **lua_packages},
+    package_data={"fastlock": ["py.typed", "*.pyi", "*.pyx"], **{name: ["*.lua"] for name in lua_packages}},
+    include_package_data=False,
+)

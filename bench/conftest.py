@@ -1,0 +1,141 @@
+"""Benchmark fixtures: a private server, CPU pinning, the C floor and per-op CPU accounting.
+
+Regimes (see ../shared/notes/benchmarking.md): ``FASTLOCK_BENCH_REGIME=same`` (default)
+pins the client and the server to one CPU, where client overhead shows; ``cross`` puts
+the client on CPU 0 and the server on CPU 1. ``FASTLOCK_BENCH_URL`` measures an existing
+server instead (no pinning of the server, no C floor unless it is local).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from fastlock.embedded import EmbeddedServer
+
+REGIME = os.environ.get("FASTLOCK_BENCH_REGIME", "same")
+SERVER_CPU, CLIENT_CPU = (1, 1) if REGIME == "same" else (1, 0)
+SCRIPT = "return 1"
+KEYS = ("{b}:k1", "{b}:k2", "{b}:k3")
+ARGS = (1, "two", 3.5, b"four", True)
+
+RESULTS: dict[str, dict[str, float]] = {}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def pinned() -> Iterator[None]:
+    """Pin this process to the client CPU for the whole benchmark session."""
+    before = os.sched_getaffinity(0)
+    if os.cpu_count() and os.cpu_count() > CLIENT_CPU:  # type: ignore[operator]
+        os.sched_setaffinity(0, {CLIENT_CPU})
+    yield
+    os.sched_setaffinity(0, before)
+
+
+@pytest.fixture(scope="session")
+def server_url() -> Iterator[str]:
+    """URL of the benchmark server: private (pinned to the server CPU) or FASTLOCK_BENCH_URL."""
+    if os.environ.get("FASTLOCK_BENCH_URL"):
+        yield os.environ["FASTLOCK_BENCH_URL"]
+        return
+    with EmbeddedServer(binary=shutil.which("redis-server"), cpu=SERVER_CPU) as server:
+        yield server.url
+
+
+@dataclass
+class Measured:
+    """Medians over rounds of a loop of ``ops`` operations."""
+
+    ops: int
+    wall: list[float] = field(default_factory=list)
+    cpu: list[float] = field(default_factory=list)
+
+    @property
+    def ops_per_s(self) -> float:
+        return self.ops / statistics.median(self.wall)
+
+    @property
+    def cpu_us(self) -> float:
+        return statistics.median(self.cpu) / self.ops * 1e6
+
+
+@pytest.fixture
+def measure(benchmark: Any) -> Callable[..., Measured]:
+    """``measure(name, fn, ops=N, rounds=R)``: run ``fn`` (which performs ``ops`` operations)
+    under pytest-benchmark with GC off, record wall and client CPU per op in extra_info."""
+
+    def run(name: str, fn: Callable[[], object], *, ops: int, rounds: int = 7) -> Measured:
+        result = Measured(ops)
+        fn()  # warm-up: connections, script load, caches
+
+        def one_round() -> None:
+            wall, cpu = time.perf_counter(), time.process_time()
+            fn()
+            result.cpu.append(time.process_time() - cpu)
+            result.wall.append(time.perf_counter() - wall)
+
+        benchmark.pedantic(one_round, rounds=rounds, iterations=1)
+        benchmark.extra_info.update(
+            name=name, regime=REGIME, ops_per_round=ops, ops_per_s=result.ops_per_s, cpu_us_per_op=result.cpu_us
+        )
+        RESULTS[name] = {"ops_per_s": result.ops_per_s, "cpu_us_per_op": result.cpu_us}
+        return result
+
+    return run
+
+
+def redis_benchmark_floor(url: str, sha: str, requests: int = 50_000) -> dict[str, float]:
+    """``redis-benchmark -c 1 -P 1`` running the same EVALSHA against the same server, pinned
+    like the server: its ops/s and its CPU per request (user + system of the child)."""
+    binary = shutil.which("redis-benchmark") or shutil.which("valkey-benchmark")
+    if binary is None:
+        pytest.skip("redis-benchmark/valkey-benchmark not on PATH: no C floor")
+    target = ["-s", url.removeprefix("unix://")] if url.startswith("unix://") else []
+    if not target:
+        host, _, port = url.removeprefix("redis://").split("/")[0].rpartition(":")
+        target = ["-h", host, "-p", port]
+    command = [binary, *target, "-c", "1", "-P", "1", "-n", str(requests), "--csv"]
+    command += ["EVALSHA", sha, str(len(KEYS)), *KEYS, *(str(a) for a in ("1", "two", "3.5", "four", "1"))]
+    if shutil.which("taskset"):
+        command = ["taskset", "-c", str(CLIENT_CPU), *command]
+    rounds = []
+    for _ in range(3):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=120).stdout
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        rps = float(out.strip().splitlines()[-1].split(",")[1].strip('"'))
+        rounds.append((rps, cpu / requests * 1e6))
+    rps_values = sorted(r[0] for r in rounds)
+    cpu_values = sorted(r[1] for r in rounds)
+    return {"ops_per_s": rps_values[1], "cpu_us_per_op": cpu_values[1]}
+
+
+BASELINES = {"round trip": "round trip: redis-benchmark (C floor)", "encode": "encode: hiredis.pack_command"}
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Print every recorded figure with its ratio to its group's baseline (C floor, hiredis)."""
+    if not RESULTS:
+        return
+    write = terminalreporter.write_line
+    write("")
+    write(f"fastlock benchmarks (regime: {REGIME}; client CPU {CLIENT_CPU}, server CPU {SERVER_CPU}; medians)")
+    write(f"{'benchmark':48s} {'ops/s':>11s} {'CPU us/op':>10s} {'ops/s ratio':>12s} {'CPU ratio':>10s}")
+    for name, row in RESULTS.items():
+        base = RESULTS.get(BASELINES.get(name.split(":")[0], ""))
+        ratio = (
+            f"{row['ops_per_s'] / base['ops_per_s']:12.2f} {row['cpu_us_per_op'] / base['cpu_us_per_op']:10.2f}"
+            if base
+            else ""
+        )
+        write(f"{name:48s} {row['ops_per_s']:11,.0f} {row['cpu_us_per_op']:10.3f} {ratio}")

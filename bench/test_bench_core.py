@@ -1,0 +1,95 @@
+"""Core benchmarks: encoding a 3-key/5-arg EVALSHA, and one EVALSHA round trip, against
+hiredis, redis-py, a raw socket + hiredis floor and the C ``redis-benchmark`` floor."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import socket
+from collections.abc import Callable
+from typing import Any
+
+import hiredis
+import pytest
+from conftest import ARGS, KEYS, RESULTS, SCRIPT, Measured, redis_benchmark_floor
+
+import fastlock
+from fastlock import _core_py
+
+SHA = hashlib.sha1(SCRIPT.encode()).hexdigest()
+ENCODE_OPS = 20_000
+ROUND_TRIP_OPS = 5_000
+
+
+def _cython_core() -> Any:
+    try:
+        return importlib.import_module("fastlock._core")
+    except ImportError:
+        pytest.skip("Cython core not built")
+
+
+def _loop(fn: Callable[[], object], ops: int) -> Callable[[], None]:
+    def run() -> None:
+        for _ in range(ops):
+            fn()
+
+    return run
+
+
+@pytest.mark.parametrize("packer", ["fastlock cython", "fastlock python", "hiredis.pack_command", "redis-py"])
+def test_encode_evalsha(measure: Callable[..., Measured], packer: str) -> None:
+    if packer == "fastlock cython":
+        encode = _cython_core().encode_evalsha
+        fn = lambda: encode(SHA, KEYS, ARGS)  # noqa: E731
+    elif packer == "fastlock python":
+        fn = lambda: _core_py.encode_evalsha(SHA, KEYS, ARGS)  # noqa: E731
+    elif packer == "hiredis.pack_command":
+        command = ("EVALSHA", SHA, len(KEYS), *KEYS, 1, "two", 3.5, b"four", 1)  # hiredis refuses bool
+        fn = lambda: hiredis.pack_command(command)  # noqa: E731
+    else:
+        redis = pytest.importorskip("redis")
+        pack = redis.Connection().pack_command
+        fn = lambda: pack("EVALSHA", SHA, len(KEYS), *KEYS, 1, "two", 3.5, b"four", 1)  # noqa: E731
+    measure(f"encode: {packer}", _loop(fn, ENCODE_OPS), ops=ENCODE_OPS)
+
+
+@pytest.mark.parametrize("client", ["fastlock cython", "fastlock python", "redis-py + hiredis", "raw socket + hiredis"])
+def test_evalsha_round_trip(measure: Callable[..., Measured], server_url: str, client: str) -> None:
+    if client.startswith("fastlock"):
+        impl = client.split()[1]
+        if impl == "cython":
+            _cython_core()
+        fl = fastlock.Client(server_url, impl=impl)
+        script = fl.register_script(SCRIPT)
+        fn = lambda: script(KEYS, ARGS)  # noqa: E731
+    elif client.startswith("redis-py"):
+        redis = pytest.importorskip("redis")
+        r = redis.Redis(unix_socket_path=server_url.removeprefix("unix://"))
+        rs = r.register_script(SCRIPT)
+        fn = lambda: rs(keys=KEYS, args=(1, "two", 3.5, b"four", 1))  # noqa: E731
+    else:
+        sock = socket.socket(socket.AF_UNIX)
+        sock.connect(server_url.removeprefix("unix://"))
+        sock.sendall(hiredis.pack_command(("SCRIPT", "LOAD", SCRIPT)))
+        sock.recv(128)
+        reader, buf = hiredis.Reader(), bytearray(65536)
+        payload = hiredis.pack_command(("EVALSHA", SHA, len(KEYS), *KEYS, 1, "two", 3.5, b"four", 1))
+
+        def fn() -> Any:
+            sock.sendall(payload)
+            reply = False
+            while reply is False:
+                reader.feed(buf, 0, sock.recv_into(buf))
+                reply = reader.gets()
+            return reply
+
+    assert fn() == 1
+    measure(f"round trip: {client}", _loop(fn, ROUND_TRIP_OPS), ops=ROUND_TRIP_OPS)
+
+
+def test_c_floor(benchmark: Any, server_url: str) -> None:
+    """The C floor of this machine at this moment: redis-benchmark, one connection, no pipelining."""
+    fastlock.Client(server_url).execute("SCRIPT", "LOAD", SCRIPT)
+    floor = benchmark.pedantic(redis_benchmark_floor, args=(server_url, SHA), rounds=1, iterations=1)
+    benchmark.extra_info.update(name="round trip: redis-benchmark (C floor)", **floor)
+    RESULTS["round trip: redis-benchmark (C floor)"] = floor
