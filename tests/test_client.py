@@ -219,3 +219,25 @@ def test_idle_connection_killed_by_server_is_replaced(redis_url: str, impl: str)
 def test_impl_attribute(client: fastlock.Client, impl: str) -> None:
     assert client.impl == impl
     assert fastlock.__impl__ in ("cython", "python")
+
+
+def test_blocking_command_outlives_the_socket_timeout(redis_url: str, impl: str) -> None:
+    client = fastlock.Client(redis_url, impl=impl, socket_timeout=0.2)
+    pusher = threading.Timer(0.5, client.execute, ["RPUSH", "wake", "up"])
+    pusher.start()
+    assert client.execute_blocking("BLPOP", "wake", 2, timeout=2) == [b"wake", b"up"]
+    with pytest.raises(fastlock.TimeoutError):  # the normal timeout is back
+        client.execute("BLPOP", "wake", 1)
+
+
+def test_measure_cost_counts_inner_commands_and_round_trips(client: fastlock.Client) -> None:
+    from fastlock.commandstats import measure_cost
+
+    script = client.register_script("redis.call('SET', KEYS[1], 1) return redis.call('GET', KEYS[1])")
+    script(keys=["k"])
+    cost = measure_cost(client, lambda: script(keys=["k"]), 20)
+    assert (cost.commands_per_op, cost.round_trips_per_op) == (3, 1)
+    assert cost.by_command == {"evalsha": 20, "set": 20, "get": 20}
+    client.execute("SCRIPT", "FLUSH")
+    noscript = measure_cost(client, lambda: script(keys=["k"]), 1)
+    assert noscript.round_trips == 3  # failed EVALSHA, SCRIPT LOAD, EVALSHA

@@ -325,12 +325,14 @@ cdef class Connection:
     """One socket to one server. Plain TCP and unix sockets are driven with ``send`` and
     ``recv`` on the file descriptor (timeouts are the socket's SO_SNDTIMEO/SO_RCVTIMEO);
     TLS sockets through their Python methods. Any I/O failure closes the connection.
+    ``round_trips`` counts the writes sent (a pipeline is one).
     """
 
     cdef readonly object sock
     cdef readonly bint broken
     cdef public double last_used
     cdef public long generation
+    cdef readonly unsigned long long round_trips
     cdef int _fd
     cdef Buf _out
     cdef object _feed
@@ -370,6 +372,7 @@ cdef class Connection:
         cdef ssize_t n
         cdef int err
         self._out.len = 0
+        self.round_trips += 1
         if self._fd < 0:
             try:
                 self.sock.sendall(PyBytes_FromStringAndSize(self._out.data, length))

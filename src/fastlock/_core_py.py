@@ -187,6 +187,7 @@ class Connection:
 
     Plain sockets are blocking with SO_SNDTIMEO/SO_RCVTIMEO timeouts (so one ``send``
     and one ``recv`` syscall per command); TLS sockets use their own timeout.
+    ``round_trips`` counts the writes sent (a pipeline is one).
     """
 
     def __init__(self, sock: socket.socket) -> None:
@@ -194,6 +195,7 @@ class Connection:
         self.broken = False
         self.last_used = 0.0
         self.generation = 0
+        self.round_trips = 0
         self._reader = ReplyReader()
         self._in = bytearray(_READ_SIZE)
 
@@ -212,6 +214,7 @@ class Connection:
         return cls(f"{what}: {exc}", sent=sent)
 
     def _flush(self, payload: bytes) -> None:
+        self.round_trips += 1
         view = memoryview(payload)
         total = 0
         try:

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ._impl import load_core
-from .connection import DEFAULT_URL, ConnectionParams, open_connection, parse_url
+from .connection import DEFAULT_URL, ConnectionParams, open_connection, parse_url, set_io_timeout
 from .exceptions import ArgumentError, ArgumentTypeError, ConnectionError, NoScriptError, ResponseError
 from .pool import ConnectionPool
 
@@ -103,6 +103,13 @@ class Client:
         """Run one command, e.g. ``client.execute("SET", "k", 1)``; error replies raise."""
         return self._run(self._core.Connection.execute, args)
 
+    def execute_blocking(self, *args: Any, timeout: float) -> Any:
+        """Run a blocking command (``BZPOPMIN``, ``BLMOVE``, ...) that may wait up to
+        ``timeout`` seconds on the server: the read timeout of this one call is extended by
+        ``timeout``. Pass the same wait in the command's own arguments."""
+        normal = self.params.socket_timeout
+        return self._run(_execute_blocking, args, timeout + (normal or 0.0), normal)
+
     def evalsha(self, sha: str | bytes, keys: Sequence[Any] = (), args: Sequence[Any] = ()) -> Any:
         """Run ``EVALSHA`` of an already loaded script."""
         return self._run(self._core.Connection.evalsha, sha, keys, args)
@@ -127,6 +134,15 @@ class Client:
 
     def __repr__(self) -> str:
         return f"<fastlock.Client {self.params.address} impl={self.impl}>"
+
+
+def _execute_blocking(conn: Any, args: tuple[Any, ...], read_timeout: float, normal: float | None) -> Any:
+    set_io_timeout(conn.sock, read_timeout)
+    try:
+        return conn.execute(args)
+    finally:
+        if not conn.broken:
+            set_io_timeout(conn.sock, normal)
 
 
 class Pipeline:

@@ -48,6 +48,7 @@ class ConnectionPool:
         self.timeout = timeout
         self.health_check_interval = health_check_interval
         self._closed = False
+        self._retired_round_trips = 0
         self._reset()
         _POOLS.add(self)
 
@@ -62,6 +63,12 @@ class ConnectionPool:
     def size(self) -> int:
         """Connections currently open (idle and in use)."""
         return self._size
+
+    @property
+    def round_trips(self) -> int:
+        """Writes sent by this pool's connections: idle ones and closed ones (in-use ones
+        are counted when they come back)."""
+        return self._retired_round_trips + sum(conn.round_trips for conn in list(self._idle))
 
     @property
     def idle(self) -> int:
@@ -117,6 +124,7 @@ class ConnectionPool:
         if conn.broken or self._closed or conn.generation != self._generation:
             if not conn.broken:
                 conn.close()
+            self._retired_round_trips += conn.round_trips
             self._forget(conn.generation)
             return
         conn.last_used = monotonic()
@@ -141,6 +149,7 @@ class ConnectionPool:
             except IndexError:
                 break
             conn.close()
+            self._retired_round_trips += conn.round_trips
             self._forget(conn.generation)
 
 
