@@ -8,6 +8,7 @@ server instead (no pinning of the server, no C floor unless it is local).
 
 from __future__ import annotations
 
+import gc
 import os
 import resource
 import shutil
@@ -53,11 +54,13 @@ def server_url() -> Iterator[str]:
 
 @dataclass
 class Measured:
-    """Medians over rounds of a loop of ``ops`` operations."""
+    """Medians over rounds of a loop of ``ops`` operations: wall time, and the client's
+    user and system CPU (``getrusage``; the server's CPU is not included)."""
 
     ops: int
     wall: list[float] = field(default_factory=list)
-    cpu: list[float] = field(default_factory=list)
+    user: list[float] = field(default_factory=list)
+    system: list[float] = field(default_factory=list)
 
     @property
     def ops_per_s(self) -> float:
@@ -65,7 +68,14 @@ class Measured:
 
     @property
     def cpu_us(self) -> float:
-        return statistics.median(self.cpu) / self.ops * 1e6
+        return statistics.median(u + s for u, s in zip(self.user, self.system, strict=False)) / self.ops * 1e6
+
+    @property
+    def user_us(self) -> float:
+        return statistics.median(self.user) / self.ops * 1e6
+
+    def row(self) -> dict[str, float]:
+        return {"ops_per_s": self.ops_per_s, "cpu_us_per_op": self.cpu_us, "user_us_per_op": self.user_us}
 
 
 @pytest.fixture
@@ -78,16 +88,20 @@ def measure(benchmark: Any) -> Callable[..., Measured]:
         fn()  # warm-up: connections, script load, caches
 
         def one_round() -> None:
-            wall, cpu = time.perf_counter(), time.process_time()
+            before, wall = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
             fn()
-            result.cpu.append(time.process_time() - cpu)
-            result.wall.append(time.perf_counter() - wall)
+            wall, after = time.perf_counter() - wall, resource.getrusage(resource.RUSAGE_SELF)
+            result.wall.append(wall)
+            result.user.append(after.ru_utime - before.ru_utime)
+            result.system.append(after.ru_stime - before.ru_stime)
 
-        benchmark.pedantic(one_round, rounds=rounds, iterations=1)
-        benchmark.extra_info.update(
-            name=name, regime=REGIME, ops_per_round=ops, ops_per_s=result.ops_per_s, cpu_us_per_op=result.cpu_us
-        )
-        RESULTS[name] = {"ops_per_s": result.ops_per_s, "cpu_us_per_op": result.cpu_us}
+        gc.disable()
+        try:
+            benchmark.pedantic(one_round, rounds=rounds, iterations=1)
+        finally:
+            gc.enable()
+        benchmark.extra_info.update(name=name, regime=REGIME, ops_per_round=ops, **result.row())
+        RESULTS[name] = result.row()
         return result
 
     return run
@@ -112,12 +126,14 @@ def redis_benchmark_floor(url: str, sha: str, requests: int = 50_000) -> dict[st
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=120).stdout
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        user = after.ru_utime - before.ru_utime
+        cpu = user + after.ru_stime - before.ru_stime
         rps = float(out.strip().splitlines()[-1].split(",")[1].strip('"'))
-        rounds.append((rps, cpu / requests * 1e6))
-    rps_values = sorted(r[0] for r in rounds)
-    cpu_values = sorted(r[1] for r in rounds)
-    return {"ops_per_s": rps_values[1], "cpu_us_per_op": cpu_values[1]}
+        rounds.append((rps, cpu / requests * 1e6, user / requests * 1e6))
+    return {
+        key: statistics.median(r[i] for r in rounds)
+        for i, key in enumerate(("ops_per_s", "cpu_us_per_op", "user_us_per_op"))
+    }
 
 
 BASELINES = {"round trip": "round trip: redis-benchmark (C floor)", "encode": "encode: hiredis.pack_command"}
@@ -129,13 +145,15 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         return
     write = terminalreporter.write_line
     write("")
-    write(f"fastlock benchmarks (regime: {REGIME}; client CPU {CLIENT_CPU}, server CPU {SERVER_CPU}; medians)")
-    write(f"{'benchmark':48s} {'ops/s':>11s} {'CPU us/op':>10s} {'ops/s ratio':>12s} {'CPU ratio':>10s}")
+    write(f"fastlock benchmarks (regime {REGIME}: client CPU {CLIENT_CPU}, server CPU {SERVER_CPU}; medians)")
+    write(
+        f"{'benchmark':48s} {'ops/s':>11s} {'CPU us/op':>10s} {'user us/op':>10s}"
+        f" {'ops/s ratio':>12s} {'CPU ratio':>10s}"
+    )
     for name, row in RESULTS.items():
         base = RESULTS.get(BASELINES.get(name.split(":")[0], ""))
-        ratio = (
-            f"{row['ops_per_s'] / base['ops_per_s']:12.2f} {row['cpu_us_per_op'] / base['cpu_us_per_op']:10.2f}"
-            if base
-            else ""
-        )
-        write(f"{name:48s} {row['ops_per_s']:11,.0f} {row['cpu_us_per_op']:10.3f} {ratio}")
+        ratio = ""
+        if base:
+            ratio = f"{row['ops_per_s'] / base['ops_per_s']:12.2f} {row['cpu_us_per_op'] / base['cpu_us_per_op']:10.2f}"
+        figures = f"{row['ops_per_s']:11,.0f} {row['cpu_us_per_op']:10.3f} {row['user_us_per_op']:10.3f}"
+        write(f"{name:48s} {figures} {ratio}")

@@ -53,7 +53,10 @@ def test_encode_evalsha(measure: Callable[..., Measured], packer: str) -> None:
     measure(f"encode: {packer}", _loop(fn, ENCODE_OPS), ops=ENCODE_OPS)
 
 
-@pytest.mark.parametrize("client", ["fastlock cython", "fastlock python", "redis-py + hiredis", "raw socket + hiredis"])
+CLIENTS = ["fastlock cython", "fastlock python", "redis-py + hiredis", "raw socket + hiredis"]
+
+
+@pytest.mark.parametrize("client", CLIENTS)
 def test_evalsha_round_trip(measure: Callable[..., Measured], server_url: str, client: str) -> None:
     if client.startswith("fastlock"):
         impl = client.split()[1]

@@ -44,6 +44,7 @@ cdef extern from "sys/socket.h" nogil:
     ssize_t c_send "send"(int, const void*, size_t, int)
     ssize_t c_recv "recv"(int, void*, size_t, int)
     int MSG_NOSIGNAL
+    int MSG_DONTWAIT
 
 DEF READ_SIZE = 65536
 
@@ -381,6 +382,11 @@ cdef class Connection:
                 self._lost(TimeoutError if isinstance(exc, _TIMEOUTS) else ConnectionError,
                            f"send failed: {exc}", True)
             return 0
+        # First try without releasing the GIL: a command fits in the socket buffer, so this
+        # never blocks. Only a full buffer (a huge payload, a stalled server) waits, nogil.
+        n = c_send(self._fd, self._out.data, <size_t>length, MSG_NOSIGNAL | MSG_DONTWAIT)
+        if n > 0:
+            total = n
         while total < length:
             with nogil:
                 n = c_send(self._fd, self._out.data + total, <size_t>(length - total), MSG_NOSIGNAL)

@@ -32,6 +32,7 @@ _TIMEOUTS = (builtins.TimeoutError, BlockingIOError)
 def _arg(value: Any, kind: int, index: int, command: int) -> bytes:
     """Normalise one argument to the bytes sent (the rules in README)."""
     t = type(value)
+    data: bytes
     if t is bytes:
         data = value
     elif isinstance(value, str):

@@ -73,20 +73,20 @@ class Client:
         conn = pool.get()
         try:
             result = op(conn, *args)
-        except _KEEP_CONNECTION:
-            pool.put(conn)
-            raise
-        except ConnectionError as exc:
-            pool.put(conn)
-            if exc.sent:
-                raise
-            return self._run_once_more(op, args)
-        except BaseException:
-            conn.close()
-            pool.put(conn)
-            raise
+        except BaseException as exc:
+            return self._after_failure(conn, exc, op, args)
         pool.put(conn)
         return result
+
+    def _after_failure(self, conn: Any, exc: BaseException, op: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+        """Keep the connection after an error reply or a refused argument, discard it after
+        anything else; retry once on a fresh connection only if nothing was sent."""
+        if not isinstance(exc, (*_KEEP_CONNECTION, ConnectionError)):
+            conn.close()  # interrupted mid-command: the stream is out of step
+        self._pool.put(conn)
+        if isinstance(exc, ConnectionError) and not exc.sent:
+            return self._run_once_more(op, args)
+        raise exc
 
     def _run_once_more(self, op: Callable[..., Any], args: tuple[Any, ...]) -> Any:
         conn = self._pool.get()

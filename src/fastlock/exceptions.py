@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import builtins
 import re
-from typing import ClassVar
+from collections.abc import Callable
+from typing import ClassVar, TypeVar
 
 __all__ = [
     "ArgumentError",
@@ -136,15 +137,18 @@ class ScriptError(ResponseError):
 _REGISTRY: dict[str, type[ResponseError]] = {}
 
 
-def _code(word: str) -> type[ResponseError]:
-    def register(cls: type[ResponseError]) -> type[ResponseError]:
+_R = TypeVar("_R", bound="type[ResponseError]")
+
+
+def _code(word: str) -> Callable[[_R], _R]:
+    def register(cls: _R) -> _R:
         if word in _REGISTRY:
             raise RuntimeError(f"error code {word} registered twice")
         cls.code_word = word
         _REGISTRY[word] = cls
         return cls
 
-    return register  # type: ignore[return-value]
+    return register
 
 
 @_code("NOSCRIPT")

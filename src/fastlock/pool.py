@@ -68,7 +68,7 @@ class ConnectionPool:
     def round_trips(self) -> int:
         """Writes sent by this pool's connections: idle ones and closed ones (in-use ones
         are counted when they come back)."""
-        return self._retired_round_trips + sum(conn.round_trips for conn in list(self._idle))
+        return self._retired_round_trips + sum(int(conn.round_trips) for conn in list(self._idle))
 
     @property
     def idle(self) -> int:
