@@ -73,12 +73,14 @@ class Client:
         conn = pool.get()
         try:
             result = op(conn, *args)
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 - sorted out (and re-raised) below
             return self._after_failure(conn, exc, op, args)
         pool.put(conn)
         return result
 
-    def _after_failure(self, conn: Any, exc: BaseException, op: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+    def _after_failure(
+        self, conn: Any, exc: BaseException, op: Callable[..., Any], args: tuple[Any, ...]
+    ) -> Any:
         """Keep the connection after an error reply or a refused argument, discard it after
         anything else; retry once on a fresh connection only if nothing was sent."""
         if not isinstance(exc, (*_KEEP_CONNECTION, ConnectionError)):
