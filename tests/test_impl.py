@@ -1,0 +1,50 @@
+"""Implementation selection (FASTLOCK_IMPL) and the source tree's own hygiene."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _python(code: str, **env: str) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if k != "FASTLOCK_IMPL"} | env
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environ, timeout=60)
+
+
+@pytest.mark.parametrize("impl", ["cython", "python"])
+def test_fastlock_impl_chooses_the_core(impl: str) -> None:
+    done = _python("import fastlock; print(fastlock.__impl__, fastlock.Client().impl)", FASTLOCK_IMPL=impl)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [impl, impl]
+
+
+def test_default_is_the_cython_core() -> None:
+    done = _python("import fastlock; print(fastlock.__impl__)")
+    assert done.stdout.strip() == "cython", done.stderr
+
+
+def test_unknown_implementation_is_an_import_error() -> None:
+    done = _python("import fastlock", FASTLOCK_IMPL="rust")
+    assert done.returncode != 0 and "unknown fastlock implementation 'rust'" in done.stderr
+
+
+def test_requested_implementation_that_cannot_import_is_an_error() -> None:
+    code = "import sys; sys.modules['fastlock._core'] = None; import fastlock"
+    done = _python(code, FASTLOCK_IMPL="cython")
+    assert done.returncode != 0 and "fastlock implementation 'cython' cannot be imported" in done.stderr
+    fallback = _python(code + "; print(fastlock.__impl__)")
+    assert fallback.returncode == 0 and fallback.stdout.strip() == "python"
+
+
+@pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff not installed (pip install '.[test]')")
+def test_ruff_clean() -> None:
+    for command in (["ruff", "check", "."], ["ruff", "format", "--check", "."]):
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
