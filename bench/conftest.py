@@ -15,12 +15,14 @@ import shutil
 import statistics
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
+from fastlock import Client
+from fastlock.commandstats import measure_cost
 from fastlock.embedded import EmbeddedServer
 
 REGIME = os.environ.get("FASTLOCK_BENCH_REGIME", "same")
@@ -80,16 +82,27 @@ class Measured:
 
 @pytest.fixture
 def measure(benchmark: Any) -> Callable[..., Measured]:
-    """``measure(name, fn, ops=N, rounds=R)``: run ``fn`` (which performs ``ops`` operations)
-    under pytest-benchmark with GC off, record wall and client CPU per op in extra_info."""
+    """``measure(name, op, ops=N, rounds=R, cost=client, clients=[...])``: time ``rounds``
+    loops of ``ops`` calls of ``op`` under pytest-benchmark with GC off; record ops/s and
+    client CPU per op in ``extra_info``. With ``cost`` (the client whose server is being
+    measured), also record server commands and round trips per op (``measure_cost``)."""
 
-    def run(name: str, fn: Callable[[], object], *, ops: int, rounds: int = 7) -> Measured:
+    def run(
+        name: str,
+        op: Callable[[], object],
+        *,
+        ops: int,
+        rounds: int = 7,
+        cost: Client | None = None,
+        clients: Iterable[Client] = (),
+    ) -> Measured:
         result = Measured(ops)
-        fn()  # warm-up: connections, script load, caches
+        op()  # warm-up: connections, script load, caches
 
         def one_round() -> None:
             before, wall = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
-            fn()
+            for _ in range(ops):
+                op()
             wall, after = time.perf_counter() - wall, resource.getrusage(resource.RUSAGE_SELF)
             result.wall.append(wall)
             result.user.append(after.ru_utime - before.ru_utime)
@@ -100,8 +113,12 @@ def measure(benchmark: Any) -> Callable[..., Measured]:
             benchmark.pedantic(one_round, rounds=rounds, iterations=1)
         finally:
             gc.enable()
-        benchmark.extra_info.update(name=name, regime=REGIME, ops_per_round=ops, **result.row())
-        RESULTS[name] = result.row()
+        row = result.row()
+        if cost is not None:
+            spent = measure_cost(cost, op, min(ops, 200), clients=clients)
+            row |= {"commands_per_op": spent.commands_per_op, "round_trips_per_op": spent.round_trips_per_op}
+        benchmark.extra_info.update(name=name, regime=REGIME, ops_per_round=ops, **row)
+        RESULTS[name] = row
         return result
 
     return run
@@ -157,4 +174,6 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             ops_ratio = row["ops_per_s"] / base["ops_per_s"]
             ratio = f"{ops_ratio:12.2f} {row['cpu_us_per_op'] / base['cpu_us_per_op']:10.2f}"
         figures = f"{row['ops_per_s']:11,.0f} {row['cpu_us_per_op']:10.3f} {row['user_us_per_op']:10.3f}"
+        if "commands_per_op" in row:
+            ratio += f"  cmds/op {row['commands_per_op']:.2f} round trips/op {row['round_trips_per_op']:.2f}"
         write(f"{name:48s} {figures} {ratio}")
