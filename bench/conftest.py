@@ -1,45 +1,39 @@
-"""Benchmark fixtures: a private server, CPU pinning, the C floor and per-op CPU accounting.
+"""Benchmark fixtures: a private pinned server, the C floor, per-op CPU, commands and round trips.
 
 Regimes (see ../shared/notes/benchmarking.md): ``FASTLOCK_BENCH_REGIME=same`` (default)
 pins the client and the server to one CPU, where client overhead shows; ``cross`` puts
 the client on CPU 0 and the server on CPU 1. ``FASTLOCK_BENCH_URL`` measures an existing
-server instead (no pinning of the server, no C floor unless it is local).
+server instead (the server is then not pinned).
+
+Every benchmark goes through ``measure``, which stores its figures in ``extra_info``
+(so ``--benchmark-json`` carries them) and in ``RESULTS`` for the summary table printed
+at the end, with each figure's ratio to its group's baseline.
 """
 
 from __future__ import annotations
 
-import gc
 import os
-import resource
 import shutil
-import statistics
-import subprocess
-import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 
 from fastlock import Client
-from fastlock.commandstats import measure_cost
+from fastlock.benchmark import EVALSHA_SCRIPT, Figures, c_floor, pin, time_loop
 from fastlock.embedded import EmbeddedServer
 
 REGIME = os.environ.get("FASTLOCK_BENCH_REGIME", "same")
 SERVER_CPU, CLIENT_CPU = (1, 1) if REGIME == "same" else (1, 0)
-SCRIPT = "return 1"
-KEYS = ("{b}:k1", "{b}:k2", "{b}:k3")
-ARGS = (1, "two", 3.5, b"four", True)
 
-RESULTS: dict[str, dict[str, float]] = {}
+RESULTS: dict[str, Figures] = {}
+BASELINES = {"round trip": "round trip: C floor", "encode": "encode: hiredis.pack_command"}
 
 
 @pytest.fixture(scope="session", autouse=True)
 def pinned() -> Iterator[None]:
     """Pin this process to the client CPU for the whole benchmark session."""
-    before = os.sched_getaffinity(0)
-    if os.cpu_count() and os.cpu_count() > CLIENT_CPU:  # type: ignore[operator]
-        os.sched_setaffinity(0, {CLIENT_CPU})
+    before = pin(CLIENT_CPU)
     yield
     os.sched_setaffinity(0, before)
 
@@ -54,38 +48,18 @@ def server_url() -> Iterator[str]:
         yield server.url
 
 
-@dataclass
-class Measured:
-    """Medians over rounds of a loop of ``ops`` operations: wall time, and the client's
-    user and system CPU (``getrusage``; the server's CPU is not included)."""
-
-    ops: int
-    wall: list[float] = field(default_factory=list)
-    user: list[float] = field(default_factory=list)
-    system: list[float] = field(default_factory=list)
-
-    @property
-    def ops_per_s(self) -> float:
-        return self.ops / statistics.median(self.wall)
-
-    @property
-    def cpu_us(self) -> float:
-        return statistics.median(u + s for u, s in zip(self.user, self.system, strict=False)) / self.ops * 1e6
-
-    @property
-    def user_us(self) -> float:
-        return statistics.median(self.user) / self.ops * 1e6
-
-    def row(self) -> dict[str, float]:
-        return {"ops_per_s": self.ops_per_s, "cpu_us_per_op": self.cpu_us, "user_us_per_op": self.user_us}
+def record(benchmark: Any, figures: Figures) -> Figures:
+    """Store ``figures`` in the benchmark's ``extra_info`` and in the summary."""
+    benchmark.extra_info.update(regime=REGIME, **figures.as_dict())
+    RESULTS[figures.name] = figures
+    return figures
 
 
 @pytest.fixture
-def measure(benchmark: Any) -> Callable[..., Measured]:
-    """``measure(name, op, ops=N, rounds=R, cost=client, clients=[...])``: time ``rounds``
-    loops of ``ops`` calls of ``op`` under pytest-benchmark with GC off; record ops/s and
-    client CPU per op in ``extra_info``. With ``cost`` (the client whose server is being
-    measured), also record server commands and round trips per op (``measure_cost``)."""
+def measure(benchmark: Any) -> Callable[..., Figures]:
+    """``measure(name, op, ops=N, rounds=7, cost=client, clients=[...])``: time ``rounds``
+    loops of ``ops`` calls of ``op`` under pytest-benchmark (GC off); with ``cost``, also
+    count server commands and round trips per op (``fastlock.commandstats``)."""
 
     def run(
         name: str,
@@ -95,65 +69,28 @@ def measure(benchmark: Any) -> Callable[..., Measured]:
         rounds: int = 7,
         cost: Client | None = None,
         clients: Iterable[Client] = (),
-    ) -> Measured:
-        result = Measured(ops)
-        op()  # warm-up: connections, script load, caches
-
-        def one_round() -> None:
-            before, wall = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
-            for _ in range(ops):
-                op()
-            wall, after = time.perf_counter() - wall, resource.getrusage(resource.RUSAGE_SELF)
-            result.wall.append(wall)
-            result.user.append(after.ru_utime - before.ru_utime)
-            result.system.append(after.ru_stime - before.ru_stime)
-
-        gc.disable()
-        try:
+    ) -> Figures:
+        def drive(one_round: Callable[[], None]) -> None:
             benchmark.pedantic(one_round, rounds=rounds, iterations=1)
-        finally:
-            gc.enable()
-        row = result.row()
-        if cost is not None:
-            spent = measure_cost(cost, op, min(ops, 200), clients=clients)
-            row |= {"commands_per_op": spent.commands_per_op, "round_trips_per_op": spent.round_trips_per_op}
-        benchmark.extra_info.update(name=name, regime=REGIME, ops_per_round=ops, **row)
-        RESULTS[name] = row
-        return result
+
+        figures = time_loop(name, op, ops=ops, cost=cost, clients=clients, on_round=drive)
+        return record(benchmark, figures)
 
     return run
 
 
-def redis_benchmark_floor(url: str, sha: str, requests: int = 50_000) -> dict[str, float]:
-    """``redis-benchmark -c 1 -P 1`` running the same EVALSHA against the same server, pinned
-    like the server: its ops/s and its CPU per request (user + system of the child)."""
-    binary = shutil.which("redis-benchmark") or shutil.which("valkey-benchmark")
-    if binary is None:
+@pytest.fixture
+def floor(benchmark: Any, server_url: str) -> Figures:
+    """The C floor of this machine at this moment (redis-benchmark, 1 connection, no pipelining)."""
+    with Client(server_url) as client:
+        client.execute("SCRIPT", "LOAD", EVALSHA_SCRIPT)
+    figures = benchmark.pedantic(
+        c_floor, args=(server_url,), kwargs={"cpu": CLIENT_CPU}, rounds=1, iterations=1
+    )
+    if figures is None:
         pytest.skip("redis-benchmark/valkey-benchmark not on PATH: no C floor")
-    target = ["-s", url.removeprefix("unix://")] if url.startswith("unix://") else []
-    if not target:
-        host, _, port = url.removeprefix("redis://").split("/")[0].rpartition(":")
-        target = ["-h", host, "-p", port]
-    command = [binary, *target, "-c", "1", "-P", "1", "-n", str(requests), "--csv"]
-    command += ["EVALSHA", sha, str(len(KEYS)), *KEYS, *(str(a) for a in ("1", "two", "3.5", "four", "1"))]
-    if shutil.which("taskset"):
-        command = ["taskset", "-c", str(CLIENT_CPU), *command]
-    rounds = []
-    for _ in range(3):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=120).stdout
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        user = after.ru_utime - before.ru_utime
-        cpu = user + after.ru_stime - before.ru_stime
-        rps = float(out.strip().splitlines()[-1].split(",")[1].strip('"'))
-        rounds.append((rps, cpu / requests * 1e6, user / requests * 1e6))
-    return {
-        key: statistics.median(r[i] for r in rounds)
-        for i, key in enumerate(("ops_per_s", "cpu_us_per_op", "user_us_per_op"))
-    }
-
-
-BASELINES = {"round trip": "round trip: redis-benchmark (C floor)", "encode": "encode: hiredis.pack_command"}
+    figures.name = "round trip: C floor"
+    return record(benchmark, figures)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
@@ -163,17 +100,12 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     write = terminalreporter.write_line
     write("")
     write(f"fastlock benchmarks (regime {REGIME}: client CPU {CLIENT_CPU}, server CPU {SERVER_CPU}; medians)")
-    write(
-        f"{'benchmark':48s} {'ops/s':>11s} {'CPU us/op':>10s} {'user us/op':>10s}"
-        f" {'ops/s ratio':>12s} {'CPU ratio':>10s}"
-    )
+    write(f"{'benchmark':48s} {'ops/s':>11s} {'CPU us/op':>10s} {'user us/op':>10s} {'x ops/s':>8s} x CPU")
     for name, row in RESULTS.items():
+        line = f"{name:48s} {row.ops_per_s:11,.0f} {row.cpu_us_per_op:10.3f} {row.user_us_per_op:10.3f}"
         base = RESULTS.get(BASELINES.get(name.split(":")[0], ""))
-        ratio = ""
         if base:
-            ops_ratio = row["ops_per_s"] / base["ops_per_s"]
-            ratio = f"{ops_ratio:12.2f} {row['cpu_us_per_op'] / base['cpu_us_per_op']:10.2f}"
-        figures = f"{row['ops_per_s']:11,.0f} {row['cpu_us_per_op']:10.3f} {row['user_us_per_op']:10.3f}"
-        if "commands_per_op" in row:
-            ratio += f"  cmds/op {row['commands_per_op']:.2f} round trips/op {row['round_trips_per_op']:.2f}"
-        write(f"{name:48s} {figures} {ratio}")
+            line += f" {row.ops_per_s / base.ops_per_s:8.2f} {row.cpu_us_per_op / base.cpu_us_per_op:6.2f}"
+        if row.commands_per_op is not None:
+            line += f"  commands/op {row.commands_per_op:.2f}, round trips/op {row.round_trips_per_op:.2f}"
+        write(line)

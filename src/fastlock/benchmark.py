@@ -1,0 +1,173 @@
+"""Measuring fastlock: timed loops with client CPU, the C floor, commands and round trips.
+
+Shared by ``python -m fastlock bench`` and the pytest-benchmark suite in ``bench/``.
+Figures are medians over rounds; client CPU is this process's user + system time
+(``getrusage``), the server's is not included. Pin the client and the server to CPUs
+(:func:`pin`, ``EmbeddedServer(cpu=...)``): unpinned loopback figures jump between runs.
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .commandstats import measure_cost
+
+if TYPE_CHECKING:
+    from .client import Client
+
+__all__ = [
+    "EVALSHA_ARGS",
+    "EVALSHA_KEYS",
+    "EVALSHA_SCRIPT",
+    "Figures",
+    "Timing",
+    "c_floor",
+    "pin",
+    "time_loop",
+]
+
+EVALSHA_SCRIPT = "return 1"
+EVALSHA_KEYS = ("{b}:k1", "{b}:k2", "{b}:k3")
+EVALSHA_ARGS: tuple[Any, ...] = (1, "two", 3.5, b"four", True)
+"""The reference EVALSHA of every benchmark: 3 keys, 5 args, a script doing nothing."""
+
+
+def pin(cpu: int | None) -> set[int]:
+    """Pin this process to ``cpu`` (when it exists); return the previous affinity."""
+    before = os.sched_getaffinity(0)
+    if cpu is not None and cpu < (os.cpu_count() or 1):
+        os.sched_setaffinity(0, {cpu})
+    return before
+
+
+@dataclass
+class Timing:
+    """Per-round wall time and client user/system CPU of ``ops`` operations."""
+
+    ops: int
+    wall: list[float] = field(default_factory=list)
+    user: list[float] = field(default_factory=list)
+    system: list[float] = field(default_factory=list)
+
+    def add_round(self, op: Callable[[], object]) -> None:
+        """Run ``op`` ``ops`` times and record the round."""
+        before, started = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+        for _ in range(self.ops):
+            op()
+        wall, after = time.perf_counter() - started, resource.getrusage(resource.RUSAGE_SELF)
+        self.wall.append(wall)
+        self.user.append(after.ru_utime - before.ru_utime)
+        self.system.append(after.ru_stime - before.ru_stime)
+
+    def figures(self, name: str) -> Figures:
+        """Medians of the recorded rounds."""
+        cpu = statistics.median(u + s for u, s in zip(self.user, self.system, strict=True))
+        return Figures(
+            name,
+            ops_per_s=self.ops / statistics.median(self.wall),
+            cpu_us_per_op=cpu / self.ops * 1e6,
+            user_us_per_op=statistics.median(self.user) / self.ops * 1e6,
+        )
+
+
+@dataclass
+class Figures:
+    """One measured operation. Commands and round trips are per operation, when counted."""
+
+    name: str
+    ops_per_s: float
+    cpu_us_per_op: float
+    user_us_per_op: float
+    commands_per_op: float | None = None
+    round_trips_per_op: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {key: value for key, value in asdict(self).items() if value is not None}
+
+
+def time_loop(
+    name: str,
+    op: Callable[[], object],
+    *,
+    ops: int,
+    rounds: int = 5,
+    cost: Client | None = None,
+    clients: Iterable[Client] = (),
+    on_round: Callable[[Callable[[], None]], None] | None = None,
+) -> Figures:
+    """Time ``rounds`` loops of ``ops`` calls of ``op`` with GC off (after one warm-up call).
+
+    With ``cost`` (a client on the measured server, nobody else talking to it), also count
+    server commands and round trips per operation. ``on_round(run_one_round)`` lets a
+    caller drive the rounds itself (pytest-benchmark's ``pedantic``).
+    """
+    op()
+    timing = Timing(ops)
+
+    def one_round() -> None:
+        timing.add_round(op)
+
+    gc.disable()
+    try:
+        if on_round is None:
+            for _ in range(rounds):
+                one_round()
+        else:
+            on_round(one_round)
+    finally:
+        gc.enable()
+    figures = timing.figures(name)
+    if cost is not None:
+        spent = measure_cost(cost, op, min(ops, 200), clients=clients)
+        figures.commands_per_op = spent.commands_per_op
+        figures.round_trips_per_op = spent.round_trips_per_op
+    return figures
+
+
+def _target(url: str) -> list[str]:
+    if url.startswith("unix://"):
+        return ["-s", url.removeprefix("unix://").split("?")[0]]
+    host, _, port = url.split("://", 1)[1].split("/")[0].rpartition(":")
+    return ["-h", host.rpartition("@")[2] or "127.0.0.1", "-p", port or "6379"]
+
+
+def c_floor(
+    url: str,
+    *,
+    cpu: int | None = None,
+    requests: int = 50_000,
+    rounds: int = 3,
+    keys: Sequence[str] = EVALSHA_KEYS,
+    args: Sequence[Any] = ("1", "two", "3.5", "four", "1"),
+) -> Figures | None:
+    """``redis-benchmark`` (or ``valkey-benchmark``) with one connection and no pipelining,
+    running the reference EVALSHA against ``url`` (the script must be loaded); pinned to
+    ``cpu``. ``None`` when neither binary is on PATH."""
+    binary = shutil.which("redis-benchmark") or shutil.which("valkey-benchmark")
+    if binary is None:
+        return None
+    sha = hashlib.sha1(EVALSHA_SCRIPT.encode()).hexdigest()
+    command = [binary, *_target(url), "-c", "1", "-P", "1", "-n", str(requests), "--csv"]
+    command += ["EVALSHA", sha, str(len(keys)), *keys, *(str(a) for a in args)]
+    if cpu is not None and shutil.which("taskset"):
+        command = ["taskset", "-c", str(cpu), *command]
+    timing = Timing(requests)
+    for _ in range(rounds):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=300).stdout
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        rps = float(out.strip().splitlines()[-1].split(",")[1].strip('"'))
+        timing.wall.append(requests / rps)
+        timing.user.append(after.ru_utime - before.ru_utime)
+        timing.system.append(after.ru_stime - before.ru_stime)
+    return timing.figures(f"C floor: {os.path.basename(binary)} -c 1 -P 1")
