@@ -171,3 +171,110 @@ def c_floor(
         timing.user.append(after.ru_utime - before.ru_utime)
         timing.system.append(after.ru_stime - before.ru_stime)
     return timing.figures(f"C floor: {os.path.basename(binary)} -c 1 -P 1")
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One thing to measure: ``setup(client)`` prepares it and returns the operation.
+
+    ``versus`` names the workload it is compared with (redis-py doing the same job);
+    ``counted`` asks for commands and round trips per operation (fastlock workloads).
+    """
+
+    name: str
+    setup: Callable[[Client], Callable[[], object]]
+    ops: int = 5_000
+    versus: str | None = None
+    counted: bool = True
+
+
+def _fastlock_evalsha(client: Client) -> Callable[[], object]:
+    script = client.register_script(EVALSHA_SCRIPT)
+    return lambda: script(EVALSHA_KEYS, EVALSHA_ARGS)
+
+
+def _redis_py(client: Client) -> Any:
+    import redis  # the comparison needs redis-py; a missing one skips the workload
+
+    params = client.params
+    if params.path:
+        return redis.Redis(unix_socket_path=params.path, db=params.db, password=params.password)
+    return redis.Redis(host=params.host, port=params.port, db=params.db, password=params.password)
+
+
+def _redis_py_evalsha(client: Client) -> Callable[[], object]:
+    script = _redis_py(client).register_script(EVALSHA_SCRIPT)
+    args = tuple(int(a) if isinstance(a, bool) else a for a in EVALSHA_ARGS)  # redis-py refuses bool
+    return lambda: script(keys=EVALSHA_KEYS, args=args)
+
+
+CORE_WORKLOADS = (
+    Workload("EVALSHA round trip", _fastlock_evalsha, versus="redis-py: EVALSHA round trip"),
+    Workload("redis-py: EVALSHA round trip", _redis_py_evalsha, counted=False),
+)
+"""The reference EVALSHA (3 keys, 5 args), by fastlock and by redis-py."""
+
+
+def run_workloads(
+    url: str,
+    workloads: Sequence[Workload],
+    *,
+    rounds: int = 5,
+    scale: float = 1.0,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> tuple[list[Figures], list[str]]:
+    """Measure each workload on its own client; return the figures and the skipped ones
+    (with why). ``scale`` multiplies every workload's operation count."""
+    from .client import Client
+
+    results: list[Figures] = []
+    skipped: list[str] = []
+    for done, workload in enumerate(workloads):
+        if progress is not None:
+            progress(done, len(workloads), workload.name)
+        with Client(url) as client:
+            try:
+                op = workload.setup(client)
+            except ImportError as exc:
+                skipped.append(f"{workload.name}: {exc}")
+                continue
+            ops = max(1, int(workload.ops * scale))
+            results.append(
+                time_loop(
+                    workload.name, op, ops=ops, rounds=rounds, cost=client if workload.counted else None
+                )
+            )
+    if progress is not None:
+        progress(len(workloads), len(workloads), "done")
+    return results, skipped
+
+
+def _versus_floor(f: Figures, floor: Figures | None) -> str:
+    """Round trips per second as a fraction of the C floor's (the machine's round-trip rate)."""
+    if floor is None or f is floor or f.round_trips_per_op is None:
+        return ""
+    return f"{f.ops_per_s * f.round_trips_per_op / floor.ops_per_s:.2f}x"
+
+
+def render_table(figures: Sequence[Figures], workloads: Sequence[Workload], floor: Figures | None) -> str:
+    """A Markdown table: ops/s, client CPU, commands and round trips per operation, the
+    ops/s ratio to redis-py doing the same job, and round trips/s as a ratio to the C floor."""
+    by_name = {f.name: f for f in figures}
+    versus = {w.name: w.versus for w in workloads}
+    rows = [
+        "| operation | ops/s | client CPU µs/op | commands/op | round trips/op | vs redis-py | vs C floor |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for f in [*figures, *([floor] if floor else [])]:
+        other = by_name.get(versus.get(f.name) or "")
+        cells = [
+            f.name,
+            f"{f.ops_per_s:,.0f}",
+            f"{f.cpu_us_per_op:.1f}",
+            "" if f.commands_per_op is None else f"{f.commands_per_op:.2f}",
+            "" if f.round_trips_per_op is None else f"{f.round_trips_per_op:.2f}",
+            f"{f.ops_per_s / other.ops_per_s:.2f}x" if other else "",
+            _versus_floor(f, floor),
+        ]
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows)
