@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import tomllib
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -27,6 +29,7 @@ REGIME = os.environ.get("FASTLOCK_BENCH_REGIME", "same")
 SERVER_CPU, CLIENT_CPU = (1, 1) if REGIME == "same" else (1, 0)
 
 RESULTS: dict[str, Figures] = {}
+BUDGETS = Path(__file__).with_name("budgets.toml")
 BASELINES = {"round trip": "round trip: C floor", "encode": "encode: hiredis.pack_command"}
 
 
@@ -109,3 +112,40 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         if row.commands_per_op is not None:
             line += f"  commands/op {row.commands_per_op:.2f}, round trips/op {row.round_trips_per_op:.2f}"
         write(line)
+
+
+def pytest_addoption(parser: Any) -> None:
+    parser.addoption(
+        "--perf-gate", action="store_true", help="fail when a ratio falls below bench/budgets.toml [ratios]"
+    )
+
+
+def gate_failures(results: dict[str, Figures], ratios: dict[str, list[Any]]) -> list[str]:
+    """The [ratios] lines of budgets.toml that ``results`` do not meet (or cannot check)."""
+    failures = []
+    for label, (numerator, denominator, metric, minimum) in ratios.items():
+        top, bottom = results.get(numerator), results.get(denominator)
+        if top is None or bottom is None:
+            failures.append(f"{label}: not measured ({numerator!r} / {denominator!r})")
+            continue
+        if metric == "ops":
+            ratio = top.ops_per_s / bottom.ops_per_s
+        else:
+            ratio = bottom.cpu_us_per_op / top.cpu_us_per_op
+        verdict = "ok" if ratio >= minimum else "BELOW"
+        line = f"{label}: {ratio:.2f} (minimum {minimum}) {verdict}"
+        print(f"perf gate: {line}")
+        if ratio < minimum:
+            failures.append(line)
+    return failures
+
+
+def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
+    """With --perf-gate, fail the run when a same-run ratio is below its committed minimum."""
+    if not session.config.getoption("--perf-gate"):
+        return
+    ratios = tomllib.loads(BUDGETS.read_text())["ratios"]
+    failures = gate_failures(RESULTS, ratios)
+    if failures:
+        print("\nperf gate FAILED:\n  " + "\n  ".join(failures))
+        session.exitstatus = 1

@@ -15,7 +15,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _python(code: str, **env: str) -> subprocess.CompletedProcess[str]:
     environ = {k: v for k, v in os.environ.items() if k != "FASTLOCK_IMPL"} | env
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environ, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=environ, timeout=60
+    )
 
 
 @pytest.mark.parametrize("impl", ["cython", "python"])
