@@ -135,6 +135,17 @@ cdef int put_sized(Buf* b, const char* data, Py_ssize_t n, int kind, Py_ssize_t 
     return put_bulk(b, data, n)
 
 
+cdef int put_integer(Buf* b, long long value) except -1:
+    """Write a 64-bit integer as a decimal bulk string."""
+    cdef char digits[24]
+    cdef Buf tmp
+    tmp.data = digits
+    tmp.len = 0
+    tmp.cap = 24
+    put_decimal(&tmp, value)
+    return put_bulk(b, digits, tmp.len)
+
+
 cdef int put_long(Buf* b, object value) except -1:
     cdef int overflow = 0
     cdef long long v = PyLong_AsLongLongAndOverflow(value, &overflow)
@@ -142,13 +153,7 @@ cdef int put_long(Buf* b, object value) except -1:
     if overflow:
         text = (b"%d" % value)
         return put_bulk(b, PyBytes_AS_STRING(text), PyBytes_GET_SIZE(text))
-    cdef char digits[24]
-    cdef Buf tmp
-    tmp.data = digits
-    tmp.len = 0
-    tmp.cap = 24
-    put_decimal(&tmp, v)
-    return put_bulk(b, digits, tmp.len)
+    return put_integer(b, v)
 
 
 cdef int put_float(Buf* b, double value, int kind, Py_ssize_t index, Py_ssize_t command) except -1:
@@ -231,13 +236,7 @@ cdef int put_evalsha(Buf* b, object sha, object keys, object args) except -1:
     put_header(b, b'*', 3 + nk + na)
     put_bulk(b, b"EVALSHA", 7)
     put_arg(b, sha, 0, 1, -1)
-    cdef char digits[24]
-    cdef Buf tmp
-    tmp.data = digits
-    tmp.len = 0
-    tmp.cap = 24
-    put_decimal(&tmp, nk)
-    put_bulk(b, digits, tmp.len)
+    put_integer(b, nk)
     for i in range(nk):
         put_arg(b, keys[i], 1, i, -1)
     for i in range(na):
