@@ -20,9 +20,10 @@ def test_commands_round_trip(client: fastlock.Client) -> None:
     assert client.execute("RPUSH", "l", "a", b"b", True, None) == 4
     assert client.execute("LRANGE", "l", 0, -1) == [b"a", b"b", b"1", b"0"]
     assert client.execute("GET", "missing") is None
-    big = os.urandom(300_000)
-    assert client.execute("SET", "big", big) == b"OK"
-    assert client.execute("GET", "big") == big
+    for size in (300_000, 12 * 1024 * 1024):
+        big = os.urandom(size)
+        assert client.execute("SET", "big", memoryview(big)) == b"OK"
+        assert client.execute("GET", "big") == big
 
 
 def test_error_replies_raise_typed_and_keep_the_connection(client: fastlock.Client) -> None:
