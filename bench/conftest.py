@@ -30,7 +30,11 @@ SERVER_CPU, CLIENT_CPU = (1, 1) if REGIME == "same" else (1, 0)
 
 RESULTS: dict[str, Figures] = {}
 BUDGETS = Path(__file__).with_name("budgets.toml")
-BASELINES = {"round trip": "round trip: C floor", "encode": "encode: hiredis.pack_command"}
+BASELINES = {
+    "round trip": "round trip: C floor",
+    "encode": "encode: hiredis.pack_command",
+    "lock": "lock: redis-py Lock",
+}
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -241,4 +241,5 @@ def test_measure_cost_counts_inner_commands_and_round_trips(client: fastlock.Cli
     assert cost.by_command == {"evalsha": 20, "set": 20, "get": 20}
     client.execute("SCRIPT", "FLUSH")
     noscript = measure_cost(client, lambda: script(keys=["k"]), 1)
-    assert noscript.round_trips == 3  # failed EVALSHA, SCRIPT LOAD, EVALSHA
+    # EVALSHA refused, then SCRIPT LOAD + EVALSHA in one write (plus the 2 inner commands)
+    assert (noscript.round_trips, noscript.commands) == (2, 5)

@@ -7,8 +7,10 @@
 from __future__ import annotations
 
 from ._impl import load_core
-from .client import Client, Pipeline, Script
+from .client import BoundScript, Client, Pipeline
+from .conflict import Conflict
 from .connection import ConnectionParams, parse_url
+from .digest import Digester
 from .exceptions import (
     ArgumentError,
     ArgumentTypeError,
@@ -18,9 +20,18 @@ from .exceptions import (
     ClusterDownError,
     ConnectionError,
     CrossSlotError,
+    DuplicateJob,
     ExecAbortError,
     FastlockError,
+    LeaseLost,
     LoadingError,
+    LockConflictError,
+    LockError,
+    LockNotOwnedError,
+    LuaCommandError,
+    LuaCompileError,
+    LuaError,
+    LuaRaisedError,
     MovedError,
     NoPermissionError,
     NoScriptError,
@@ -28,15 +39,25 @@ from .exceptions import (
     OutOfMemoryError,
     PoolTimeoutError,
     ProtocolError,
+    QueueError,
     ReadOnlyError,
     ResponseError,
+    ScriptBusyError,
     ScriptError,
+    ScriptNotFoundError,
+    TemplateError,
     TimeoutError,
     TryAgainError,
     UnkillableError,
     WrongTypeError,
 )
+from .lock import Holder, Lock, LockInfo, LockType
+from .locks import LockEntry, LockManager
 from .pool import ConnectionPool
+from .queue import Batch, Job, Queue, Unique
+from .reaper import Reaper
+from .scripts import Script, ScriptCounters, ScriptRegistry
+from .worker import Worker
 
 __impl__, _core = load_core()
 __version__ = "0.1.0"
@@ -46,16 +67,36 @@ __all__ = [
     "ArgumentTypeError",
     "AskError",
     "AuthenticationError",
+    "Batch",
+    "BoundScript",
     "BusyError",
     "Client",
     "ClusterDownError",
+    "Conflict",
     "ConnectionError",
     "ConnectionParams",
     "ConnectionPool",
     "CrossSlotError",
+    "Digester",
+    "DuplicateJob",
     "ExecAbortError",
     "FastlockError",
+    "Holder",
+    "Job",
+    "LeaseLost",
     "LoadingError",
+    "Lock",
+    "LockConflictError",
+    "LockEntry",
+    "LockError",
+    "LockInfo",
+    "LockManager",
+    "LockNotOwnedError",
+    "LockType",
+    "LuaCommandError",
+    "LuaCompileError",
+    "LuaError",
+    "LuaRaisedError",
     "MovedError",
     "NoPermissionError",
     "NoScriptError",
@@ -64,13 +105,23 @@ __all__ = [
     "Pipeline",
     "PoolTimeoutError",
     "ProtocolError",
+    "Queue",
+    "QueueError",
     "ReadOnlyError",
+    "Reaper",
     "ResponseError",
     "Script",
+    "ScriptBusyError",
+    "ScriptCounters",
     "ScriptError",
+    "ScriptNotFoundError",
+    "ScriptRegistry",
+    "TemplateError",
     "TimeoutError",
     "TryAgainError",
+    "Unique",
     "UnkillableError",
+    "Worker",
     "WrongTypeError",
     "__impl__",
     "parse_url",

@@ -1,25 +1,68 @@
-"""``Client``: a pool of core connections, commands, pipelines and EVALSHA scripts.
+"""``Client``: a pool of core connections, commands, pipelines and named Lua scripts.
 
 Retry policy: a command is resent on a fresh connection only when the failed attempt
 provably never left the client (``ConnectionError.sent`` is false). After a timeout or
 a connection lost once the command was written, the error is raised: the server may
 have run it, and only the caller can know whether running it twice is safe.
+
+Scripts (:meth:`Client.call`) run by ``EVALSHA``. A ``NOSCRIPT`` reply (restart,
+failover, ``SCRIPT FLUSH``) means the script did not run: fastlock sends ``SCRIPT LOAD``
+and ``EVALSHA`` again in one pipelined write (the whole call: 2 round trips, 3 commands),
+at most :data:`MAX_RELOADS` times per call. A ``BUSY`` reply (another script runs past
+``busy-reply-threshold``) is retried with jittered exponential backoff until the call's
+``busy_timeout``, then :class:`~fastlock.ScriptBusyError`; ``SCRIPT KILL`` is sent only if
+``kill_busy_after`` asks for it. Other script errors become :class:`~fastlock.LuaError`
+reports (see :mod:`fastlock.lua_errors`). Call metadata and includes: :mod:`fastlock.templates`.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import logging
+import os
+import random
+import time
 from collections.abc import Callable, Iterable, Sequence
+from time import perf_counter
 from typing import Any
 
 from ._impl import load_core
 from .connection import DEFAULT_URL, ConnectionParams, open_connection, parse_url, set_io_timeout
-from .exceptions import ArgumentError, ArgumentTypeError, ConnectionError, NoScriptError, ResponseError
+from .exceptions import (
+    ArgumentError,
+    ArgumentTypeError,
+    BusyError,
+    ConnectionError,
+    NoScriptError,
+    NotBusyError,
+    ResponseError,
+    ScriptBusyError,
+    UnkillableError,
+)
+from .lock import Lock
+from .locks import LockManager
+from .lua_errors import lua_error
 from .pool import ConnectionPool
+from .queue import Queue
+from .scripts import Script, ScriptCounters, ScriptRegistry, ScriptStats
 
-__all__ = ["Client", "Pipeline", "Script"]
+__all__ = ["MAX_RELOADS", "BoundScript", "Client", "Pipeline"]
 
 _KEEP_CONNECTION = (ResponseError, ArgumentError, ArgumentTypeError)
+
+MAX_RELOADS = 3
+"""Most ``SCRIPT LOAD`` + ``EVALSHA`` retries one call makes after ``NOSCRIPT``."""
+_BUSY_FIRST_DELAY = 0.002
+_BUSY_MAX_DELAY = 0.1
+_log = logging.getLogger("fastlock.scripts")
+_META_VALUES: dict[str, Callable[[Client, Script], Any]] = {
+    "now": lambda client, script: time.time(),
+    "debug": lambda client, script: client.debug,
+    "max_history": lambda client, script: client.max_history,
+    "script_name": lambda client, script: script.name,
+    "server_version": lambda client, script: client.server_version,
+}
 
 
 class Client:
@@ -29,6 +72,14 @@ class Client:
     ``unix:///path.sock?db=N``; keyword arguments override what the URL says (see
     :class:`~fastlock.connection.ConnectionParams`). ``impl`` picks the core
     (``"cython"`` or ``"python"``; default ``FASTLOCK_IMPL`` or the best available).
+
+    Scripts: ``script_paths`` are folders searched before the built-in one; ``debug``
+    makes scripts write their debug lines to the server log and logs every call's name
+    and duration on the ``fastlock.scripts`` logger at DEBUG; ``max_history`` is passed
+    to scripts that declare it; ``busy_timeout`` (seconds) bounds the wait while the
+    server is busy with another script; ``kill_busy_after`` (seconds, default never)
+    sends ``SCRIPT KILL`` once a call has waited that long; ``warm_up`` loads every
+    script on each new connection (one pipelined round trip).
     """
 
     def __init__(
@@ -39,12 +90,26 @@ class Client:
         max_connections: int = 50,
         pool_timeout: float | None = 5.0,
         health_check_interval: float | None = 1.0,
+        script_paths: Iterable[str | os.PathLike[str]] = (),
+        debug: bool = False,
+        max_history: int = 1000,
+        busy_timeout: float = 5.0,
+        kill_busy_after: float | None = None,
+        warm_up: bool = False,
         **params: Any,
     ) -> None:
         self.impl, self._core = load_core(impl)
         self.params: ConnectionParams = parse_url(url, **params)
+        self.scripts = ScriptRegistry(script_paths)
+        self._loaded = self.scripts.loaded
+        self._evalsha = self._core.Connection.evalsha
+        self.debug: bool = debug
+        self.max_history: int = max_history
+        self.busy_timeout: float = busy_timeout
+        self.kill_busy_after: float | None = kill_busy_after
+        self._server_version: str | None = None
         self._pool = ConnectionPool(
-            self._open,
+            self._open_and_load_scripts if warm_up else self._open,
             max_size=max_connections,
             timeout=pool_timeout,
             health_check_interval=health_check_interval,
@@ -61,6 +126,19 @@ class Client:
 
     def _open(self) -> Any:
         return open_connection(self.params, self._core)
+
+    def _open_and_load_scripts(self) -> Any:
+        conn = self._open()
+        scripts = self.scripts.load_all()
+        try:
+            replies = self._core.Connection.pipeline(conn, [("SCRIPT", "LOAD", s.body) for s in scripts])
+            for script, reply in zip(scripts, replies, strict=True):
+                if isinstance(reply, ResponseError):
+                    raise lua_error(reply, script)
+        except BaseException:
+            conn.close()
+            raise
+        return conn
 
     @property
     def pool(self) -> ConnectionPool:
@@ -120,9 +198,165 @@ class Client:
         """Collect commands and send them in one write."""
         return Pipeline(self)
 
-    def register_script(self, source: str | bytes) -> Script:
-        """Return a callable running ``source`` by EVALSHA (loaded on first NOSCRIPT)."""
-        return Script(self, source)
+    def call(
+        self,
+        name: str,
+        keys: Sequence[Any] = (),
+        args: Sequence[Any] = (),
+        *,
+        busy_timeout: float | None = None,
+    ) -> Any:
+        """Run script ``name`` with ``keys`` and ``args`` and return its reply.
+
+        ``busy_timeout`` overrides the client's for this call. Raises a
+        :class:`~fastlock.LuaError` when the script fails, :class:`~fastlock.ScriptBusyError`
+        when the server stays busy, :class:`~fastlock.ScriptNotFoundError` for an unknown name.
+        """
+        try:
+            script = self._loaded[name]
+        except KeyError:
+            script = self.scripts.get(name)
+        if script.meta:
+            args = [*args, *(_META_VALUES[field](self, script) for field in script.meta)]
+        pool = self._pool
+        start = perf_counter()
+        conn = pool.get()
+        try:
+            result = self._evalsha(conn, script.sha, keys, args)
+        except BaseException as exc:  # noqa: BLE001 - recovered or re-raised by _script_failed
+            result = self._script_failed(conn, exc, script, keys, args, start, busy_timeout)
+        else:
+            pool.put(conn)
+        elapsed = perf_counter() - start
+        durations = script.stats.durations
+        durations.append(elapsed)
+        if len(durations) >= ScriptStats.FOLD_AT:
+            script.stats.fold()
+        if self.debug:
+            _log.debug("script %s took %.3f ms", name, elapsed * 1e3)
+        return result
+
+    def script(self, name: str) -> BoundScript:
+        """Script ``name`` as a callable: ``client.script(name)(keys, args)``."""
+        return BoundScript(self, self.scripts.get(name))
+
+    def register_script(self, source: str | bytes, name: str | None = None) -> BoundScript:
+        """Register ``source`` (includes and ``#meta`` allowed) as script ``name`` (default
+        ``script_<sha1 prefix>``) and return it as a callable."""
+        text = source.decode() if isinstance(source, bytes) else source
+        name = name or f"script_{hashlib.sha1(text.encode()).hexdigest()[:16]}"
+        return BoundScript(self, self.scripts.add(name, text))
+
+    def script_stats(self) -> dict[str, ScriptCounters]:
+        """Counters of every script rendered so far, by name."""
+        return {name: script.stats.snapshot() for name, script in self._loaded.items()}
+
+    @property
+    def server_version(self) -> str:
+        """The server's ``redis_version`` (Valkey: its Redis compatibility version), read
+        once and again after a ``NOSCRIPT`` (the server may have changed)."""
+        version = self._server_version
+        if version is None:
+            info = self.execute("INFO", "server").decode()
+            version = self._server_version = info.partition("redis_version:")[2].split()[0]
+        return version
+
+    def _script_failed(
+        self,
+        conn: Any,
+        exc: BaseException,
+        script: Script,
+        keys: Sequence[Any],
+        args: Sequence[Any],
+        start: float,
+        busy_timeout: float | None,
+    ) -> Any:
+        """Slow path of :meth:`call`: the connection policy of :meth:`_run`, then recovery
+        from NOSCRIPT/BUSY, or the rewritten error."""
+        try:
+            try:
+                return self._after_failure(conn, exc, self._evalsha, (script.sha, keys, args))
+            except ResponseError as reply:
+                return self._recover(script, keys, args, reply, start, busy_timeout)
+        except BaseException as failure:
+            elapsed = perf_counter() - start
+            script.stats.record_error(elapsed)
+            if self.debug:
+                _log.debug("script %s failed after %.3f ms: %r", script.name, elapsed * 1e3, failure)
+            raise
+
+    def _recover(
+        self,
+        script: Script,
+        keys: Sequence[Any],
+        args: Sequence[Any],
+        exc: ResponseError,
+        start: float,
+        busy_timeout: float | None,
+    ) -> Any:
+        reloads = 0
+        delay = _BUSY_FIRST_DELAY
+        kill_after = self.kill_busy_after
+        while True:
+            if isinstance(exc, NoScriptError) and reloads < MAX_RELOADS:
+                reloads += 1
+                script.stats.record_reload()
+                self._server_version = None
+                load = ("SCRIPT", "LOAD", script.body)
+                loaded, reply = self._run(
+                    self._core.Connection.pipeline, [load, ("EVALSHA", script.sha, len(keys), *keys, *args)]
+                )
+                if isinstance(loaded, ResponseError) and not isinstance(loaded, BusyError):
+                    raise lua_error(loaded, script) from None  # e.g. it does not compile
+                if not isinstance(reply, ResponseError):
+                    return reply
+                exc = reply
+                continue
+            if not isinstance(exc, BusyError):
+                raise lua_error(exc, script) from None
+            waited = perf_counter() - start
+            timeout = self.busy_timeout if busy_timeout is None else busy_timeout
+            if waited >= timeout:
+                raise ScriptBusyError(exc.text, script=script.name, waited=waited) from None
+            if kill_after is not None and waited >= kill_after:
+                kill_after = None
+                if self._kill_busy_script(exc):
+                    delay = 0.0
+            time.sleep(min(random.uniform(delay / 2, delay), timeout - waited))
+            delay = min(max(delay * 2, _BUSY_FIRST_DELAY), _BUSY_MAX_DELAY)
+            try:
+                return self._run(self._evalsha, script.sha, keys, args)
+            except ResponseError as retry_exc:
+                exc = retry_exc
+
+    def _kill_busy_script(self, busy: BusyError) -> bool:
+        """Send the kill the BUSY reply names; True when the server is no longer busy."""
+        command = ("FUNCTION", "KILL") if "FUNCTION KILL" in busy.text else ("SCRIPT", "KILL")
+        try:
+            self.execute(*command)
+        except NotBusyError:
+            return True
+        except UnkillableError:
+            _log.warning("%s refused: the busy script has written; waiting for it", " ".join(command))
+            return False
+        _log.warning("sent %s to end another client's long-running script", " ".join(command))
+        return True
+
+    def queue(self, name: str, **options: Any) -> Queue:
+        """A job queue on this client: ``options`` go to :class:`~fastlock.queue.Queue`
+        (``lease``, ``max_attempts``, ``backoff``, ``keep_completed``, ``prefix``)."""
+        return Queue(self, name, **options)
+
+    @functools.cached_property
+    def locks(self) -> LockManager:
+        """The default lock namespace (prefix ``fastlock``); build a
+        :class:`~fastlock.LockManager` for other settings."""
+        return LockManager(self)
+
+    def lock(self, name: str | None = None, **options: Any) -> Lock:
+        """A unique-job lock in :attr:`locks`: ``options`` go to :meth:`LockManager.lock
+        <fastlock.LockManager.lock>` (``type``, ``ttl``, ``timeout``, ``limit``, ...)."""
+        return self.locks.lock(name, **options)
 
     def close(self) -> None:
         """Close the pool's connections."""
@@ -188,23 +422,27 @@ class Pipeline:
         self._commands = []
 
 
-class Script:
-    """A Lua script run by ``EVALSHA``; ``SCRIPT LOAD`` is sent only after ``NOSCRIPT``.
+class BoundScript:
+    """A script bound to a client: ``bound(keys, args)`` is ``client.call(bound.name, keys, args)``."""
 
-    NOSCRIPT means the script did not run, so running it again after the load can never
-    execute it twice.
-    """
+    __slots__ = ("client", "script")
 
-    def __init__(self, client: Client, source: str | bytes) -> None:
-        self._client = client
-        self.source = source.encode() if isinstance(source, str) else bytes(source)
-        self.sha = hashlib.sha1(self.source).hexdigest()
+    def __init__(self, client: Client, script: Script) -> None:
+        self.client = client
+        self.script = script
 
-    def __call__(self, keys: Iterable[Any] = (), args: Iterable[Any] = ()) -> Any:
-        client = self._client
-        evalsha = client._core.Connection.evalsha
-        try:
-            return client._run(evalsha, self.sha, keys, args)
-        except NoScriptError:
-            client.execute("SCRIPT", "LOAD", self.source)
-            return client._run(evalsha, self.sha, keys, args)
+    @property
+    def name(self) -> str:
+        return self.script.name
+
+    @property
+    def sha(self) -> str:
+        return self.script.sha
+
+    def __call__(
+        self, keys: Sequence[Any] = (), args: Sequence[Any] = (), *, busy_timeout: float | None = None
+    ) -> Any:
+        return self.client.call(self.script.name, keys, args, busy_timeout=busy_timeout)
+
+    def __repr__(self) -> str:
+        return f"<fastlock.BoundScript {self.script.name} sha={self.script.sha[:12]}>"

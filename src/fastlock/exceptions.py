@@ -6,7 +6,13 @@ error raised from inside a Lua script carries the Redis 7 suffix
 `` script: <sha>, on @user_script:<line>.`` (or the Redis 6 ``Error running script``
 wording) and becomes a :class:`ScriptError` whatever its first word is, so a script
 that raises ``"NOSCRIPT ..."`` or ``"BUSY ..."`` is never mistaken for the server
-saying so.
+saying so. ``NOSCRIPT`` and ``BUSY`` are recognised only in the server's own wording
+(Redis and Valkey), so a script *returning* ``redis.error_reply("NOSCRIPT x")`` cannot
+make fastlock reload and re-run it either.
+
+The script layer raises the :class:`LuaError` family (script name, original file and
+line, context) and :class:`ScriptBusyError`; template problems are
+:class:`TemplateError`.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from __future__ import annotations
 import builtins
 import re
 from collections.abc import Callable
-from typing import ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 __all__ = [
     "ArgumentError",
@@ -25,9 +31,18 @@ __all__ = [
     "ClusterDownError",
     "ConnectionError",
     "CrossSlotError",
+    "DuplicateJob",
     "ExecAbortError",
     "FastlockError",
+    "LeaseLost",
     "LoadingError",
+    "LockConflictError",
+    "LockError",
+    "LockNotOwnedError",
+    "LuaCommandError",
+    "LuaCompileError",
+    "LuaError",
+    "LuaRaisedError",
     "MovedError",
     "NoPermissionError",
     "NoScriptError",
@@ -35,9 +50,13 @@ __all__ = [
     "OutOfMemoryError",
     "PoolTimeoutError",
     "ProtocolError",
+    "QueueError",
     "ReadOnlyError",
     "ResponseError",
+    "ScriptBusyError",
     "ScriptError",
+    "ScriptNotFoundError",
+    "TemplateError",
     "TimeoutError",
     "TryAgainError",
     "UnkillableError",
@@ -95,7 +114,12 @@ class ProtocolError(FastlockError):
 _SCRIPT_SUFFIX = re.compile(
     r" script: (?:(?P<sha>[^,\s]+), )?on @(?:user_script|user_function):(?P<line>\d+)\.$"
 )
-_SCRIPT_V6 = re.compile(r"^ERR Error (?:running|compiling) script \(")
+_SCRIPT_V6 = re.compile(r"^ERR Error (?:running script \(|compiling (?:script \(|function:))")
+# Codes whose class is given only to the server's own wording (Redis and Valkey texts).
+_SERVER_WORDING = {
+    "NOSCRIPT": re.compile(r"NOSCRIPT No matching script\.(?: Please use EVAL\.)?$"),
+    "BUSY": re.compile(r"BUSY \w+ is busy running "),
+}
 
 
 class ResponseError(FastlockError):
@@ -116,7 +140,7 @@ class ResponseError(FastlockError):
         else:
             self.code, self.message = "", text
 
-    def __reduce__(self) -> tuple[object, tuple[str]]:
+    def __reduce__(self) -> tuple[object, ...]:
         return (response_error, (self.text,))
 
 
@@ -252,5 +276,153 @@ def response_error(text: str | bytes) -> ResponseError:
         text = text.decode("utf-8", "replace")
     if _SCRIPT_SUFFIX.search(text) or _SCRIPT_V6.match(text):
         return ScriptError(text)
-    cls = _REGISTRY.get(text.partition(" ")[0], ResponseError)
-    return cls(text)
+    code = text.partition(" ")[0]
+    wording = _SERVER_WORDING.get(code)
+    if wording is not None and not wording.match(text):
+        return ResponseError(text)
+    return _REGISTRY.get(code, ResponseError)(text)
+
+
+# --- the script layer -----------------------------------------------------------------
+
+
+def _reduce_with_fields(self: ResponseError) -> tuple[object, ...]:
+    """Pickle support for errors that carry fields beyond their text."""
+    return (type(self), (self.text,), self.__dict__)
+
+
+class ScriptBusyError(BusyError):
+    """The server stayed busy running another script until the call's deadline.
+
+    ``script`` names the script fastlock tried to run and ``waited`` the seconds spent
+    retrying; ``text`` is the server's last BUSY reply.
+    """
+
+    def __init__(self, text: str, *, script: str = "", waited: float = 0.0) -> None:
+        super().__init__(text)
+        self.script = script
+        self.waited = waited
+
+    __reduce__ = _reduce_with_fields
+
+    def __str__(self) -> str:
+        return f"script {self.script}: server still busy after {self.waited:.3f} s: {self.text}"
+
+
+class LuaError(ScriptError):
+    """A fastlock script failed; ``str(err)`` is a readable report with source context.
+
+    ``script`` is the script name and ``sha`` its SHA1; ``file`` and ``line`` the position
+    in the original source file (through the source map, so an error inside a partial
+    points into the partial); ``rendered_line`` the line the server reported; ``code`` and
+    ``message`` the error without position noise; ``context`` the lines around the failing
+    one (failing line marked ``=>``). ``file``/``line`` are ``None`` when the server gave
+    no position (an error *returned* with ``redis.error_reply``). ``text`` is the raw reply.
+    """
+
+    kind: ClassVar[str] = "failed"
+
+    def __init__(
+        self,
+        text: str,
+        *,
+        script: str = "",
+        sha: str | None = None,
+        file: str | None = None,
+        line: int | None = None,
+        rendered_line: int | None = None,
+        code: str = "",
+        message: str = "",
+        context: str = "",
+    ) -> None:
+        super().__init__(text)
+        self.script = script
+        self.sha = sha or self.sha
+        self.file = file
+        self.line = line
+        self.rendered_line = rendered_line
+        self.code = code
+        self.message = message
+        self.context = context
+
+    __reduce__ = _reduce_with_fields
+
+    def __str__(self) -> str:
+        where = f" at {self.file}:{self.line}" if self.file is not None else ""
+        head = f"{self.code} {self.message}" if self.code else self.message
+        report = f"script {self.script} {self.kind}{where}: {head}"
+        return f"{report}\n{self.context}" if self.context else report
+
+
+class LuaRaisedError(LuaError):
+    """The script failed by itself: ``error()``, a Lua runtime error, or an error value
+    returned with ``redis.error_reply`` (those carry no position)."""
+
+    kind = "raised an error"
+
+
+class LuaCommandError(LuaError):
+    """The server refused a command the script called (``code`` keeps the server's code,
+    e.g. ``WRONGTYPE``, on Redis 7+ and Valkey; Redis 6 rewrites it to ``ERR`` but
+    fastlock recovers it from the message)."""
+
+    kind = "had a command refused"
+
+
+class LuaCompileError(LuaError):
+    """The rendered script does not compile (reported by ``SCRIPT LOAD``)."""
+
+    kind = "does not compile"
+
+
+class ScriptNotFoundError(FastlockError, LookupError):
+    """No script of that name in the registry's folders or registered sources."""
+
+
+class TemplateError(FastlockError, ValueError):
+    """A script template cannot be rendered: missing partial, include cycle, bad directive."""
+
+
+# --- locks ----------------------------------------------------------------------------
+
+
+class LockError(FastlockError, ValueError):
+    """A lock could not be used as asked (bad options, missing strategy hook, ...)."""
+
+
+class LockNotOwnedError(LockError):
+    """The job does not hold the lock (it expired, was released or was deleted)."""
+
+
+class LockConflictError(LockError):
+    """The lock is held by other jobs; ``conflict`` (a :class:`fastlock.conflict.Conflict`,
+    when a strategy raised it) tells which."""
+
+    def __init__(self, message: object, conflict: object = None) -> None:
+        super().__init__(str(message))
+        self.conflict = conflict
+
+
+# --- job queues -----------------------------------------------------------------------
+
+
+class QueueError(FastlockError):
+    """A job queue refused an operation."""
+
+
+class LeaseLost(QueueError):
+    """The lease of ``jobs`` is no longer theirs: it expired and was recovered or claimed
+    again (a newer fencing token holds the job), or the job was dead-lettered."""
+
+    def __init__(self, jobs: list[Any]) -> None:
+        ids = ", ".join(str(job.id) for job in jobs[:5]) + (", ..." if len(jobs) > 5 else "")
+        super().__init__(f"lease lost for {len(jobs)} job(s): {ids}")
+        self.jobs = jobs
+
+
+class DuplicateJob(QueueError):
+    """An enqueue was refused: its job id exists or its unique lock is held by ``job_id``."""
+
+    def __init__(self, job_id: str | None) -> None:
+        super().__init__(f"duplicate of job {job_id}")
+        self.job_id = job_id

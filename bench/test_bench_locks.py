@@ -1,0 +1,67 @@
+"""Uncontended lock acquire + release against redis-py's ``Lock`` (and python-redis-lock, if
+installed) in the same run: ``python -m pytest --benchmark-only bench/test_bench_locks.py``.
+
+fastlock's lock is measured with what the issue gates: until_executed, ttl, tracking and
+fencing tokens on; "realistic" acquires with one object and releases with another.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+import fastlock
+from fastlock.benchmark import Figures
+
+OPS = 3_000
+LOCKERS = [
+    "fastlock cython",
+    "fastlock python",
+    "fastlock cython, realistic",
+    "redis-py Lock",
+    "python-redis-lock",
+]
+
+
+def _fastlock(server_url: str, locker: str) -> tuple[Callable[[], object], fastlock.Client]:
+    impl = locker.split()[1].rstrip(",")
+    if impl == "cython" and importlib.util.find_spec("fastlock._core") is None:
+        pytest.skip("Cython core not built")
+    client = fastlock.Client(server_url, impl=impl)
+    holder = client.lock("bench", ttl=30)
+    releaser = client.lock("bench", ttl=30) if "realistic" in locker else holder
+    job = holder.job_id
+
+    def op() -> None:
+        holder.acquire(job)
+        releaser.release(job)
+
+    return op, client
+
+
+def _redis_py(server_url: str, locker: str) -> Callable[[], object]:
+    redis = pytest.importorskip("redis")
+    r = redis.Redis(unix_socket_path=server_url.removeprefix("unix://"))
+    if locker == "redis-py Lock":
+        lock: Any = r.lock("bench:redis-py", timeout=30)
+    else:
+        redis_lock = pytest.importorskip("redis_lock")
+        lock = redis_lock.Lock(r, "bench:python-redis-lock", expire=30)
+
+    def op() -> None:
+        lock.acquire()
+        lock.release()
+
+    return op
+
+
+@pytest.mark.parametrize("locker", LOCKERS)
+def test_acquire_release(measure: Callable[..., Figures], server_url: str, locker: str) -> None:
+    if locker.startswith("fastlock"):
+        op, client = _fastlock(server_url, locker)
+        measure(f"lock: {locker}", op, ops=OPS, cost=client)
+    else:
+        measure(f"lock: {locker}", _redis_py(server_url, locker), ops=OPS)

@@ -1,0 +1,68 @@
+-- Complete leased jobs, then (ARGV[2] > 0) claim the next batch in the same call.
+-- KEYS: the queue's keys. ARGV: completed history size, claim count, lease ms, promote
+-- limit, then the lease members. A member no longer in the lease index was completed
+-- before (a retried call: found in the history) or lost to recovery or another worker.
+-- Returns {{indexes of lost members}, claim reply or {}}; nothing is claimed when any
+-- lease was lost.
+-- #include "shared/_queue_claim.lua"
+local keep, count = tonumber(ARGV[1]), tonumber(ARGV[2])
+local members, held, missing = {}, {}, {}
+for i = 5, #ARGV do
+  members[#members + 1] = ARGV[i]
+end
+if #members == 1 then
+  if redis.call('ZREM', K_ACTIVE, members[1]) == 1 then
+    held[1] = 1
+  else
+    missing[1] = 1
+  end
+else
+  local scores = redis.call('ZMSCORE', K_ACTIVE, unpack(members))
+  local current = {}
+  for i, member in ipairs(members) do
+    if scores[i] then
+      held[#held + 1] = i
+      current[#current + 1] = member
+    else
+      missing[#missing + 1] = i
+    end
+  end
+  if #current > 0 then
+    redis.call('ZREM', K_ACTIVE, unpack(current))
+  end
+end
+local lost = missing
+if #missing > 0 and keep > 0 then
+  local probe = {}
+  for j, i in ipairs(missing) do
+    probe[j] = members[i]
+  end
+  local seen = redis.call('ZMSCORE', K_DONE, unpack(probe))
+  lost = {}
+  for j, i in ipairs(missing) do
+    if not seen[j] then
+      lost[#lost + 1] = i
+    end
+  end
+end
+if #held > 0 then
+  local ids, locks, history = {}, {}, {}
+  for j, i in ipairs(held) do
+    local token, word = split_member(members[i])
+    local _, _, unique, id = split_word(word)
+    ids[j] = id
+    locks[#locks + 1] = done_lock(unique, id)
+    history[2 * j - 1] = token
+    history[2 * j] = members[i]
+  end
+  redis.call('HDEL', K_DATA, unpack(ids))
+  release_unique(locks)
+  if keep > 0 then
+    redis.call('ZADD', K_DONE, unpack(history))
+    redis.call('ZREMRANGEBYRANK', K_DONE, 0, -keep - 1)
+  end
+end
+if #lost > 0 or count == 0 then
+  return {lost, {}}
+end
+return {{}, claim(count, tonumber(ARGV[3]), tonumber(ARGV[4]))}

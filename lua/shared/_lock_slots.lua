@@ -1,0 +1,41 @@
+-- Lock slots. A lock scope (a digest, or its ":run" runtime copy) holds up to `limit`
+-- string keys, one per holder, each valued "<token>:<waited>:<job_id>" and expiring on its
+-- own (PX = the lock ttl), so a dead holder frees only its own slot. <waited> is "1" once a
+-- blocked acquirer may be waiting on the scope's wake list: releasing that slot wakes one.
+--
+-- KEYS layout shared by every lock script: KEYS[1] the bucket's tracking index (zset,
+-- member "<scope>#<limit>", score 0, paged by lex), KEYS[2] the bucket's fencing counter,
+-- KEYS[3] the bucket's changelog stream, then per scope its wake list and `limit` slot keys.
+-- All of them carry the bucket's hash tag, so they share one cluster slot.
+
+local WAKE_TTL_MS = 10000
+
+local function parse_slot(value)
+  return string.match(value, "^(%d+):(%d):(.*)$")
+end
+
+-- Values of the `limit` slot keys from KEYS[first] on (false for a free slot).
+local function read_slots(first, limit)
+  if limit == 1 then
+    return { redis.call("GET", KEYS[first]) }
+  end
+  return redis.call("MGET", unpack(KEYS, first, first + limit - 1))
+end
+
+-- Changelog entry in the bucket's stream (trimmed to max_history); off when max_history is 0.
+local function changelog(max_history, event, scope, job, token)
+  if max_history > 0 then
+    redis.call("XADD", KEYS[3], "MAXLEN", max_history, "*", "event", event, "lock", scope, "job", job,
+      "token", token)
+  end
+end
+
+-- Wake `n` blocked acquirers of the scope whose wake list is KEYS[wake].
+local function wake_waiters(wake, n)
+  local tokens = {}
+  for i = 1, n do
+    tokens[i] = "1"
+  end
+  redis.call("LPUSH", KEYS[wake], unpack(tokens))
+  redis.call("PEXPIRE", KEYS[wake], WAKE_TTL_MS)
+end

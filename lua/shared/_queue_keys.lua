@@ -1,0 +1,121 @@
+-- Keys and helpers shared by every queue script (layout: docs/queues.md, fastlock/queue.py).
+-- Every queue script receives the same KEYS, in this order, all under the queue's {tag}.
+local K_READY, K_PRIO, K_SEQ, K_DELAYED = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local K_ACTIVE, K_DATA, K_FENCE, K_DONE = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
+local K_UNIQUE, K_DEAD, K_ERR, K_WAKE = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
+
+local PRIORITY_SPAN = 4294967296 -- prio score = priority * 2^32 + (seq mod 2^32)
+
+-- Integers go to Redis through %d: plain Lua number-to-string keeps only 14 digits.
+local function int(n)
+  return string.format('%d', n)
+end
+
+-- Server time in ms: every deadline and due time comes from the server clock.
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- A job word is "<attempts>|<priority>|<unique>|<id>": attempts made, priority or '',
+-- '' or 'd'/'s' + digest (unique lock held until done / until started), then the id.
+-- A lease member in K_ACTIVE is "<token>|<word>" with the current attempt counted.
+local function split_word(word)
+  return string.match(word, '^(%d+)|([^|]*)|([^|]*)|(.*)$')
+end
+
+local function split_member(member)
+  return string.match(member, '^(%d+)|(.*)$')
+end
+
+local function wake()
+  redis.call('ZADD', K_WAKE, 0, 'w')
+end
+
+-- Append words to ready: plain ones at the tail of the list, prioritised ones at the tail
+-- of their level. Wakes a waiting worker when `notify` and ready was empty (or prioritised).
+local function push_ready(words, notify)
+  local plain, prio, levels = {}, {}, {}
+  for _, word in ipairs(words) do
+    local _, priority = split_word(word)
+    if priority == '' then
+      plain[#plain + 1] = word
+    else
+      prio[#prio + 1] = word
+      levels[#prio] = tonumber(priority)
+    end
+  end
+  local woken = false
+  if #plain > 0 and redis.call('LPUSH', K_READY, unpack(plain)) == #plain then
+    woken = true
+  end
+  if #prio > 0 then
+    local seq = redis.call('INCRBY', K_SEQ, #prio) - #prio
+    local args = {}
+    for i, word in ipairs(prio) do
+      args[2 * i - 1] = int(levels[i] * PRIORITY_SPAN + (seq + i) % PRIORITY_SPAN)
+      args[2 * i] = word
+    end
+    redis.call('ZADD', K_PRIO, unpack(args))
+    woken = true
+  end
+  if woken and notify then
+    wake()
+  end
+end
+
+-- Park words until `due` (server ms); an idle worker wakes to shorten its wait.
+local function push_delayed(words, due)
+  local args = {}
+  for i, word in ipairs(words) do
+    args[2 * i - 1] = int(due)
+    args[2 * i] = word
+  end
+  redis.call('ZADD', K_DELAYED, unpack(args))
+  wake()
+end
+
+-- Release unique locks ({digest, id} pairs) that these jobs still own: compare, then delete.
+local function release_unique(locks)
+  if #locks == 0 then
+    return
+  end
+  local digests = {}
+  for i, lock in ipairs(locks) do
+    digests[i] = lock[1]
+  end
+  local owners = redis.call('HMGET', K_UNIQUE, unpack(digests))
+  local free = {}
+  for i, lock in ipairs(locks) do
+    if owners[i] == lock[2] then
+      free[#free + 1] = lock[1]
+    end
+  end
+  if #free > 0 then
+    redis.call('HDEL', K_UNIQUE, unpack(free))
+  end
+end
+
+-- The 'd' (until done) lock of a word, as a release_unique pair, or nil.
+local function done_lock(unique, id)
+  if string.sub(unique, 1, 1) == 'd' then
+    return {string.sub(unique, 2), id}
+  end
+end
+
+-- Dead-letter words at `now`: the dead set gets the id, K_ERR "<attempts>|<priority>|<error>";
+-- their until-done unique locks are released (a dead job is finished).
+local function bury(words, error, now)
+  local dead, errors, locks = {}, {}, {}
+  for i, word in ipairs(words) do
+    local attempts, priority, unique, id = split_word(word)
+    dead[2 * i - 1] = int(now)
+    dead[2 * i] = id
+    errors[2 * i - 1] = id
+    errors[2 * i] = attempts .. '|' .. priority .. '|' .. error
+    locks[#locks + 1] = done_lock(unique, id)
+  end
+  redis.call('ZADD', K_DEAD, unpack(dead))
+  redis.call('HSET', K_ERR, unpack(errors))
+  release_unique(locks)
+end

@@ -1,0 +1,57 @@
+"""Lock digests: a stable name for "this job with these arguments".
+
+``digest(name, queue, args)`` is the hex hash of the canonical JSON array
+``[name, queue, args]``: keys sorted, no whitespace (``separators=(",", ":")``), non-ASCII
+text kept as UTF-8 (``ensure_ascii=False``), NaN and infinities refused; tuples encode as
+arrays. ``queue=None`` makes a digest shared across queues. The hash is a :mod:`hashlib`
+name (``"sha256"``, the default; ``"sha3_256"`` and ``"blake2b"`` are FIPS-friendly, ``"md5"``
+matches the length of sidekiq-unique-jobs' legacy digests) or any callable from the
+canonical bytes to a lowercase hex string. Changing the hash changes every digest:
+choose it once per deployment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["Digester", "HashFunction", "canonical", "check_digest"]
+
+HashFunction = Callable[[bytes], str]
+
+_HEX = re.compile(r"[0-9a-f]{8,128}")
+
+
+def canonical(name: str, queue: str | None = None, args: Any = None) -> bytes:
+    """The bytes that are hashed: ``[name, queue, args]`` as canonical JSON, UTF-8."""
+    text = json.dumps(
+        [name, queue, args], sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+    return text.encode()
+
+
+def check_digest(digest: str) -> str:
+    """Return ``digest`` if it is 8 to 128 lowercase hex digits, else raise ``ValueError``."""
+    if not _HEX.fullmatch(digest):
+        raise ValueError(f"a digest is 8 to 128 lowercase hex digits, not {digest!r}")
+    return digest
+
+
+class Digester:
+    """Computes digests with one hash: ``Digester("sha256").digest("report", "default", [42])``."""
+
+    def __init__(self, hash: str | HashFunction = "sha256") -> None:  # noqa: A002 - hashlib naming
+        if isinstance(hash, str):
+            hashlib.new(hash)  # unknown names fail here, not at the first lock
+            name = hash
+            self._hash: HashFunction = lambda data: hashlib.new(name, data).hexdigest()
+        else:
+            self._hash = hash
+        self.hash = hash
+
+    def digest(self, name: str, queue: str | None = None, args: Any = None) -> str:
+        """The digest of job ``name`` on ``queue`` with ``args`` (any JSON-encodable value)."""
+        return check_digest(self._hash(canonical(name, queue, args)))

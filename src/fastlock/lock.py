@@ -1,0 +1,367 @@
+"""Unique-job locks: the sidekiq-unique-jobs lock model on Lua scripts, one per transition.
+
+A :class:`Lock` is bound to a digest (see :mod:`fastlock.digest`) and has a type, a ``ttl``
+(server-side expiry of each holder's slot), a ``timeout`` (how long a blocking acquire
+waits, woken by releases rather than polling) and a ``limit`` (concurrent holders).
+Holders are job ids; any process releases a job's lock by ``(name, job_id)``. Every
+acquisition gets a fencing token, strictly increasing per lock. Acquire is idempotent
+for a job, so re-acquiring after a lost reply is safe (fastlock does it once itself).
+
+The job helpers :meth:`Lock.enqueue` (producer side) and :meth:`Lock.execute` (worker side)
+apply the type's semantics; see ``docs/locks.md`` for the table.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import math
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from .conflict import Conflict, Strategy, StrategySpec, resolve_strategy
+from .exceptions import ConnectionError, LockConflictError, LockError, LockNotOwnedError
+
+if TYPE_CHECKING:
+    from .locks import LockManager
+
+__all__ = ["Holder", "Lock", "LockInfo", "LockType", "Scope"]
+
+T = TypeVar("T")
+logger = logging.getLogger("fastlock.lock")
+
+_WAITING, _WAITED = 4, 8
+_MAX_BLOCK = 30.0  # longest single wait on a wake list: a safety net, never reached while releases wake
+_MAX_LIMIT = 1000
+
+
+class LockType(str, enum.Enum):  # noqa: UP042 - StrEnum needs Python 3.11
+    """When a job's lock is taken and released (sidekiq-unique-jobs semantics)."""
+
+    UNTIL_EXECUTING = "until_executing"
+    UNTIL_EXECUTED = "until_executed"
+    UNTIL_EXPIRED = "until_expired"
+    WHILE_EXECUTING = "while_executing"
+    WHILE_EXECUTING_REJECT = "while_executing_reject"
+    UNTIL_AND_WHILE_EXECUTING = "until_and_while_executing"
+
+    @classmethod
+    def parse(cls, value: str | LockType) -> LockType:
+        """A type from its name or one of sidekiq-unique-jobs' aliases."""
+        try:
+            return cls(_ALIASES.get(str(value), value))
+        except ValueError:
+            known = ", ".join(t.value for t in cls)
+            raise ValueError(f"unknown lock type {value!r}; known: {known} (and aliases)") from None
+
+    @property
+    def queued(self) -> bool:
+        """True when the type locks at enqueue time (the digest's queue scope)."""
+        return self not in (LockType.WHILE_EXECUTING, LockType.WHILE_EXECUTING_REJECT)
+
+    @property
+    def runtime(self) -> bool:
+        """True when the type locks while the job runs (the digest's ``:run`` scope)."""
+        return self in (
+            LockType.WHILE_EXECUTING,
+            LockType.WHILE_EXECUTING_REJECT,
+            LockType.UNTIL_AND_WHILE_EXECUTING,
+        )
+
+
+_ALIASES = {
+    "while_enqueued": "until_executing",
+    "until_completed": "until_executed",
+    "until_performed": "until_executed",
+    "until_processed": "until_executed",
+    "until_successfully_completed": "until_executed",
+    "around_perform": "while_executing",
+    "while_busy": "while_executing",
+    "while_working": "while_executing",
+}
+
+
+@dataclass(frozen=True)
+class Holder:
+    """One holder of a lock: ``ttl`` is the seconds left before its slot expires (``None``: never)."""
+
+    job_id: str
+    token: int
+    ttl: float | None
+
+
+@dataclass(frozen=True)
+class LockInfo:
+    """A lock's settings and its holders now (``runtime_holders``: the ``:run`` scope)."""
+
+    digest: str
+    name: str | None
+    type: LockType
+    limit: int
+    ttl: float | None
+    timeout: float
+    holders: list[Holder]
+    runtime_holders: list[Holder]
+
+
+def parse_holders(reply: list[Any]) -> list[Holder]:
+    """Holders from a ``lock_inspect`` reply: ``[value, pttl, ...]``."""
+    holders = []
+    for i in range(0, len(reply), 2):
+        token, _, job = reply[i].decode().split(":", 2)
+        pttl = reply[i + 1]
+        holders.append(Holder(job, int(token), pttl / 1000 if pttl >= 0 else None))
+    return holders
+
+
+def _token(reply: Any) -> int | None:
+    return reply if type(reply) is int else None
+
+
+class Scope:
+    """The keys of one lock scope (queue-time ``<digest>`` or runtime ``<digest>:run``):
+    ``keys`` is what its scripts take (bucket index, counter, changelog, wake list, slots)."""
+
+    __slots__ = ("keys", "name", "slots", "wake")
+
+    def __init__(self, name: str, bucket_keys: tuple[str, str, str], wake: str, slots: list[str]) -> None:
+        self.name = name
+        self.wake = wake
+        self.slots = slots
+        self.keys = (*bucket_keys, wake, *slots)
+
+
+class Lock:
+    """A lock on one digest; build it with :meth:`Client.lock <fastlock.Client.lock>` or
+    :meth:`LockManager.lock <fastlock.LockManager.lock>`.
+
+    Every object acting on one digest must use the same ``type`` and ``limit`` (they are
+    part of the job's definition, as in sidekiq-unique-jobs). ``job_id`` is the default
+    holder id of this object (random if omitted): one object is one holder unless job ids
+    are passed explicitly.
+    """
+
+    def __init__(
+        self,
+        manager: LockManager,
+        digest: str,
+        *,
+        name: str | None = None,
+        type: str | LockType = LockType.UNTIL_EXECUTED,  # noqa: A002 - the issue's API name
+        ttl: float | None = None,
+        timeout: float = 0.0,
+        limit: int = 1,
+        job_id: str | None = None,
+        on_conflict: StrategySpec | Mapping[str, StrategySpec] = None,
+    ) -> None:
+        self.type = LockType.parse(type)
+        if ttl is not None and not ttl > 0:
+            raise ValueError(f"ttl must be positive seconds or None, not {ttl!r}")
+        if self.type is LockType.UNTIL_EXPIRED and ttl is None:
+            raise ValueError("an until_expired lock needs a ttl")
+        if not timeout >= 0:
+            raise ValueError(f"timeout must be >= 0 seconds, not {timeout!r}")
+        if not 1 <= limit <= _MAX_LIMIT:
+            raise ValueError(f"limit must be between 1 and {_MAX_LIMIT}, not {limit!r}")
+        self.manager = manager
+        self.digest = digest
+        self.name = name
+        self.ttl = ttl
+        self.timeout = timeout
+        self.limit = limit
+        self.job_id = job_id or uuid.uuid4().hex
+        self._ttl_ms = 0 if ttl is None else max(1, round(ttl * 1000))
+        self._flags = manager.flags
+        self._run = manager.run
+        self._queue = manager.scope(digest, "", limit)
+        self._runtime = manager.scope(digest, ":run", limit)
+        self._scope = self._queue if self.type.queued else self._runtime
+        forced = "reject" if self.type is LockType.WHILE_EXECUTING_REJECT else None
+        self._strategies: dict[str, Strategy | None] = {}
+        if self.type.queued:
+            self._strategies["enqueue"] = resolve_strategy(on_conflict, "enqueue", manager.strategies)
+        if self.type.runtime:
+            self._strategies["execute"] = resolve_strategy(
+                forced or on_conflict, "execute", manager.strategies
+            )
+
+    # --- primitives -------------------------------------------------------------------
+
+    def acquire(
+        self, job_id: str | None = None, *, blocking: bool | None = None, timeout: float | None = None
+    ) -> int | None:
+        """Take the lock for ``job_id`` (default: this object's): its fencing token, or ``None``.
+
+        Waits up to ``timeout`` seconds (default: the lock's) for a release, woken by it;
+        ``blocking=False`` never waits. A job that already holds the lock gets its token back.
+        """
+        wait = self._wait(blocking, timeout)
+        return _token(self._take(self._scope, job_id or self.job_id, wait))
+
+    def release(self, job_id: str | None = None) -> int | None:
+        """Release what ``job_id`` holds: the fencing token freed, or ``None`` if it held nothing."""
+        return self._release(self._scope, job_id or self.job_id)
+
+    def extend(self, job_id: str | None = None, ttl: float | None = None) -> int | None:
+        """Reset the expiry of ``job_id``'s slot to ``ttl`` seconds (default: the lock's):
+        its fencing token, or ``None`` when it no longer holds the lock."""
+        ttl = self.ttl if ttl is None else ttl
+        if ttl is None or not ttl > 0:
+            raise ValueError("extend needs a positive ttl (the lock has none)")
+        token = self._run("lock_extend", self._scope.keys, (job_id or self.job_id, max(1, round(ttl * 1000))))
+        return token or None
+
+    def locked(self) -> bool:
+        """True when anyone holds the lock."""
+        return bool(self.manager.client.execute("EXISTS", *self._scope.slots))
+
+    def holders(self) -> list[Holder]:
+        """Who holds the lock now, with their tokens and time left."""
+        return parse_holders(self._run("lock_inspect", self._scope.keys, ()))
+
+    def info(self) -> LockInfo:
+        """Settings and holders (queue-time and runtime scopes)."""
+        return LockInfo(
+            self.digest,
+            self.name,
+            self.type,
+            self.limit,
+            self.ttl,
+            self.timeout,
+            self.holders() if self.type.queued else [],
+            parse_holders(self._run("lock_inspect", self._runtime.keys, ())) if self.type.runtime else [],
+        )
+
+    def __enter__(self) -> int:
+        token = self.acquire()
+        if token is None:
+            raise LockConflictError(f"lock {self.digest} not acquired (waited {self.timeout} s)")
+        return token
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        if self.release() is None and exc_type is None:
+            raise LockNotOwnedError(f"lock {self.digest} was lost before release (expired or deleted)")
+
+    # --- job helpers ------------------------------------------------------------------
+
+    def enqueue(self, job_id: str, *, job: Any = None) -> bool:
+        """Producer side: take the queue-time lock the type asks for. True means enqueue the
+        job; on a conflict the enqueue-side strategy runs (a token it returns counts as taken)."""
+        if not self.type.queued:
+            return True
+        reply = self._take(self._queue, job_id, 0.0)
+        if type(reply) is int:
+            return True
+        return type(self._conflict("enqueue", self._queue, job_id, reply, job)) is int
+
+    def execute(self, job_id: str, fn: Callable[[], T], *, job: Any = None) -> T | Any:
+        """Worker side: run ``fn`` under the type's semantics and return its result, or the
+        execute-side strategy's result when the runtime lock could not be taken.
+
+        until_executing releases before running and re-locks if ``fn`` raises;
+        until_executed releases after success and keeps the lock if ``fn`` raises;
+        until_expired never releases; the while_executing types hold the runtime lock
+        around ``fn`` (waiting up to ``timeout``); until_and_while_executing swaps the
+        queue-time lock for the runtime lock in one script and re-locks if ``fn`` raises.
+        """
+        kind = self.type
+        if kind is LockType.UNTIL_EXECUTED:
+            result = fn()
+            if self._release(self._queue, job_id) is None:
+                logger.warning(
+                    "job %s finished without holding lock %s (expired or deleted)", job_id, self.digest
+                )
+            return result
+        if kind is LockType.UNTIL_EXPIRED:
+            return fn()
+        if kind is LockType.UNTIL_EXECUTING:
+            self._release(self._queue, job_id)
+            try:
+                return fn()
+            except BaseException:
+                self._take(self._queue, job_id, 0.0)
+                raise
+        handoff = kind is LockType.UNTIL_AND_WHILE_EXECUTING
+        reply = self._take(self._runtime, job_id, self.timeout, handoff=handoff)
+        if type(reply) is not int:
+            return self._conflict("execute", self._runtime, job_id, reply, job)
+        try:
+            return fn()
+        except BaseException:
+            if handoff:
+                self._take(self._queue, job_id, 0.0)
+            raise
+        finally:
+            self._release(self._runtime, job_id)
+
+    # --- internals --------------------------------------------------------------------
+
+    def _wait(self, blocking: bool | None, timeout: float | None) -> float:
+        if blocking is False:
+            return 0.0
+        wait = self.timeout if timeout is None else timeout
+        if blocking and not wait > 0:
+            raise LockError("a blocking acquire needs a timeout > 0 seconds (math.inf waits for ever)")
+        return wait
+
+    def _release(self, scope: Scope, job_id: str) -> int | None:
+        return self.manager.release_scope(scope, job_id)
+
+    def _attempt(self, scope: Scope, job_id: str, flags: int, handoff: bool) -> Any:
+        """One acquire script call, re-sent once if its reply was lost (acquire is idempotent)."""
+        max_history = self.manager.max_history
+        keys: tuple[str, ...] = scope.keys
+        args: tuple[Any, ...] = (job_id, scope.name, self._ttl_ms, flags, max_history)
+        name = "lock_acquire"
+        if handoff:
+            queue = self._queue
+            name, keys = "lock_handoff", (*queue.keys, *scope.keys[3:])
+            args = (job_id, queue.name, scope.name, self._ttl_ms, flags, max_history)
+        try:
+            return self._run(name, keys, args)
+        except ConnectionError as exc:
+            if not exc.sent:
+                raise
+            return self._run(name, keys, args)
+
+    def _take(self, scope: Scope, job_id: str, wait: float, *, handoff: bool = False) -> Any:
+        """The fencing token, or the last conflict reply ``[ms to expiry, holders...]``."""
+        flags = self._flags | _WAITING if wait > 0 else self._flags
+        reply = self._attempt(scope, job_id, flags, handoff)
+        if type(reply) is int or not wait > 0:
+            return reply
+        deadline = time.monotonic() + wait
+        execute_blocking = self.manager.client.execute_blocking
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return reply
+            expiry = reply[0]
+            block = min(left, _MAX_BLOCK, expiry / 1000 + 0.002 if expiry >= 0 else math.inf)
+            block = math.ceil(block * 1000) / 1000  # BLPOP reads milliseconds; 0 would wait for ever
+            execute_blocking("BLPOP", scope.wake, block, timeout=block)
+            reply = self._attempt(scope, job_id, flags | _WAITED, False)
+            if type(reply) is int:
+                return reply
+
+    def _conflict(self, side: str, scope: Scope, job_id: str, reply: list[Any], job: Any) -> Any:
+        strategy = self._strategies[side]
+        if strategy is None:
+            return None
+        conflict = Conflict(
+            self,
+            job_id,
+            side,
+            tuple(holder.decode() for holder in reply[1:]),
+            job,
+            _evict=lambda holder: self._release(scope, holder),
+            _retry=lambda: _token(self._take(scope, job_id, 0.0)),
+        )
+        return strategy(conflict)
+
+    def __repr__(self) -> str:
+        label = self.name or self.digest
+        return f"<fastlock.Lock {label} type={self.type.value} limit={self.limit} ttl={self.ttl}>"

@@ -1,0 +1,62 @@
+"""Digests are documented and stable: golden values pin the canonical form and the hash."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+
+import fastlock
+from fastlock.digest import Digester, canonical
+
+
+def test_canonical_form_is_sorted_compact_utf8_json() -> None:
+    assert (
+        canonical("report", "default", {"b": 1, "a": [1, "é"]})
+        == '["report","default",{"a":[1,"é"],"b":1}]'.encode()
+    )
+    assert canonical("report") == b'["report",null,null]'
+    assert canonical("r", None, (1, 2)) == canonical("r", None, [1, 2])
+
+
+def test_golden_digests() -> None:
+    assert Digester().digest("report", "default", {"b": 1, "a": [1, "é"]}) == (
+        "9b34ddf1eb09c160fb85ded7023b7c6029ba204b5e351509705d40dfb5c81512"
+    )
+    assert Digester("md5").digest("report") == "ea9d2c3fc17ece9c2f2aec842d0cb61c"
+
+
+def test_queue_and_args_change_the_digest_key_order_does_not() -> None:
+    digester = Digester("sha3_256")
+    base = digester.digest("job", "q", {"x": 1, "y": 2})
+    assert base == digester.digest("job", "q", {"y": 2, "x": 1})
+    assert (
+        len({base, digester.digest("job", None, {"x": 1, "y": 2}), digester.digest("job", "q", {"x": 2})})
+        == 3
+    )
+
+
+def test_custom_hash_and_errors() -> None:
+    assert Digester(lambda data: hashlib.blake2b(data, digest_size=16).hexdigest()).digest("a") == (
+        hashlib.blake2b(b'["a",null,null]', digest_size=16).hexdigest()
+    )
+    with pytest.raises(ValueError):
+        Digester("no-such-hash")
+    with pytest.raises(ValueError):
+        Digester(lambda data: "NOT-HEX").digest("a")
+    with pytest.raises(ValueError):
+        Digester().digest("a", None, float("nan"))
+
+
+def test_manager_digest_and_bucket() -> None:
+    client = fastlock.Client("redis://127.0.0.1:1")  # no connection is made
+    locks = fastlock.LockManager(client, hash="md5", buckets=16, prefix="p")
+    lock = locks.lock("report")
+    assert lock.digest == "ea9d2c3fc17ece9c2f2aec842d0cb61c"
+    assert locks.bucket(lock.digest) == 0xEA9D2C3F % 16
+    assert locks.bucket_keys(locks.bucket(lock.digest)) == ("p:{15}:idx", "p:{15}:seq", "p:{15}:log")
+    assert fastlock.LockManager(client, prefix="app:{t}").bucket_keys(3) == (
+        "app:{t}:3:idx",
+        "app:{t}:3:seq",
+        "app:{t}:3:log",
+    )

@@ -1,0 +1,331 @@
+"""Lock primitives, job helpers per type, conflict strategies and admin, on real servers and both cores."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+import pytest
+
+import fastlock
+from fastlock import LockConflictError, LockError, LockNotOwnedError, LockType
+
+
+def lock_keys(client: Any) -> list[bytes]:
+    """Keys other than the buckets' shared counter and changelog."""
+    return sorted(k for k in client.execute("KEYS", "*") if not k.endswith((b":seq", b":log")))
+
+
+def test_acquire_is_idempotent_and_tokens_increase(client: Any) -> None:
+    lock = client.lock("report", args=[1], ttl=30)
+    first = lock.acquire("a")
+    assert first is not None and lock.acquire("a") == first
+    assert lock.acquire("b") is None
+    assert lock.release("a") == first
+    second = lock.acquire("b")
+    assert second is not None and second > first
+
+
+def test_release_by_another_object_frees_only_what_the_job_holds(client: Any) -> None:
+    token = client.lock("job", args=[7], ttl=30).acquire("a")
+    other = client.lock("job", args=[7], ttl=30)
+    assert other.release("b") is None
+    assert other.locked()
+    assert other.release("a") == token
+    assert not other.locked()
+    assert other.release("a") is None
+    assert lock_keys(client) == []
+
+
+def test_default_job_id_and_context_manager(client: Any) -> None:
+    lock = client.lock("ctx", ttl=30)
+    with lock as token:
+        assert [h.token for h in lock.holders()] == [token]
+        assert lock.holders()[0].job_id == lock.job_id
+        with pytest.raises(LockConflictError):
+            client.lock("ctx", ttl=30).__enter__()
+    assert not lock.locked()
+    with pytest.raises(LockNotOwnedError), lock:
+        client.locks.delete(lock.digest)
+
+
+def test_limit_admits_that_many_holders(client: Any) -> None:
+    lock = client.lock("pool", limit=3, ttl=30)
+    tokens = [lock.acquire(f"j{i}") for i in range(4)]
+    assert tokens[3] is None and None not in tokens[:3]
+    assert {h.job_id for h in lock.holders()} == {"j0", "j1", "j2"}
+    assert lock.acquire("j1") == tokens[1]
+    assert lock.release("j1") == tokens[1]
+    assert lock.acquire("j3") is not None
+    for job in ("j0", "j2", "j3"):
+        assert lock.release(job)
+    assert lock_keys(client) == []
+
+
+def test_ttl_expiry_frees_the_slot_and_a_late_release_frees_nothing(client: Any) -> None:
+    slow = client.lock("ttl", ttl=0.05)
+    slow_token = slow.acquire("slow")
+    time.sleep(0.12)
+    fast = client.lock("ttl", ttl=30)
+    fast_token = fast.acquire("fast")
+    assert fast_token is not None and slow_token is not None and fast_token > slow_token
+    assert slow.release("slow") is None
+    assert [h.job_id for h in fast.holders()] == ["fast"]
+
+
+def test_extend(client: Any) -> None:
+    lock = client.lock("ext", ttl=0.2)
+    token = lock.acquire()
+    assert lock.extend(ttl=30) == token
+    time.sleep(0.3)
+    assert lock.holders()[0].ttl is not None and lock.holders()[0].ttl > 29
+    assert lock.extend("nobody") is None
+    with pytest.raises(ValueError):
+        client.lock("ext2").extend()
+
+
+def test_blocking_waiter_wakes_on_release_within_milliseconds(client: Any) -> None:
+    holder = client.lock("wake", ttl=30)
+    holder.acquire("h")
+    waiter = client.lock("wake", ttl=30, timeout=5)
+    released_at: list[float] = []
+
+    def release() -> None:
+        time.sleep(0.2)
+        released_at.append(time.monotonic())
+        holder.release("h")
+
+    thread = threading.Thread(target=release)
+    thread.start()
+    token = waiter.acquire("w")
+    woke = time.monotonic()
+    thread.join()
+    assert token is not None
+    assert woke - released_at[0] < 0.05
+
+
+def test_blocking_waiter_times_out_cleanly(client: Any) -> None:
+    client.lock("busy", ttl=30).acquire("h")
+    waiter = client.lock("busy", ttl=30)
+    start = time.monotonic()
+    assert waiter.acquire("w", timeout=0.2) is None
+    assert 0.2 <= time.monotonic() - start < 0.4
+    assert waiter.acquire("w", blocking=False) is None
+    with pytest.raises(LockError):
+        waiter.acquire("w", blocking=True)
+
+
+def test_blocking_waiter_wakes_when_the_holder_expires(client: Any) -> None:
+    client.lock("exp", ttl=0.2).acquire("h")
+    start = time.monotonic()
+    assert client.lock("exp", ttl=30).acquire("w", timeout=5) is not None
+    assert time.monotonic() - start < 0.35
+
+
+def test_many_waiters_all_get_their_turn(client: Any) -> None:
+    holder = client.lock("queue", ttl=30)
+    holder.acquire("h")
+    got: list[int] = []
+
+    def wait(i: int) -> None:
+        lock = client.lock("queue", ttl=30, timeout=5)
+        token = lock.acquire(f"w{i}")
+        assert token is not None
+        got.append(token)
+        time.sleep(0.01)
+        assert lock.release(f"w{i}") == token
+
+    threads = [threading.Thread(target=wait, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.1)
+    start = time.monotonic()
+    holder.release("h")
+    for thread in threads:
+        thread.join()
+    assert len(got) == 4 and time.monotonic() - start < 1.0
+
+
+def test_lost_reply_on_acquire_is_retried_safely(proxy: Any, impl: str) -> None:
+    with fastlock.Client(proxy.url, impl=impl, socket_timeout=1.0) as client:
+        lock = client.lock("lost", ttl=30)
+        lock.acquire("warm")
+        lock.release("warm")
+        proxy.drop_next_reply()
+        token = lock.acquire("a")
+        assert token is not None
+        assert [(h.job_id, h.token) for h in lock.holders()] == [("a", token)]
+        assert lock.release("a") == token
+        assert lock.acquire("b") == token + 2  # ran twice: the re-sent call returned the first token
+
+
+def test_fencing_and_tracking_off(client: Any) -> None:
+    manager = fastlock.LockManager(client, prefix="plain", track=False, fencing=False)
+    lock = manager.lock("x", ttl=30)
+    assert lock.acquire("a") == 1
+    assert client.execute("KEYS", "*") == [lock._queue.slots[0].encode()]
+    assert lock.release("a") == 1
+    assert client.execute("KEYS", "*") == []
+
+
+def test_options_are_validated(client: Any) -> None:
+    with pytest.raises(ValueError):
+        client.lock("x", type="until_expired")
+    with pytest.raises(ValueError):
+        client.lock("x", type="nope")
+    with pytest.raises(ValueError):
+        client.lock("x", limit=0)
+    with pytest.raises(ValueError):
+        client.lock("x", ttl=0)
+    with pytest.raises(ValueError):
+        client.lock(digest="not hex")
+    with pytest.raises(ValueError):
+        client.lock("x", on_conflict="reschedule")
+    with pytest.raises(ValueError):
+        client.lock("x", type="while_executing", on_conflict="replace")
+    assert client.lock("x", type="until_completed").type is LockType.UNTIL_EXECUTED
+
+
+# --- job helpers per type ---------------------------------------------------------------
+
+
+class Boom(Exception):
+    pass
+
+
+def boom() -> None:
+    raise Boom
+
+
+def run_types(client: Any, kind: str, **options: Any) -> tuple[Any, Any]:
+    """(producer-side lock, worker-side lock) on one digest."""
+    return client.lock("job", type=kind, ttl=30, **options), client.lock("job", type=kind, ttl=30, **options)
+
+
+def test_until_executing(client: Any) -> None:
+    producer, worker = run_types(client, "until_executing")
+    assert producer.enqueue("1") and not producer.enqueue("2")
+    assert worker.execute("1", lambda: producer.enqueue("2")) is True
+    worker.release("2")
+    assert producer.enqueue("3")
+    with pytest.raises(Boom):
+        worker.execute("3", boom)
+    assert [h.job_id for h in worker.holders()] == ["3"]
+
+
+def test_until_executed(client: Any) -> None:
+    producer, worker = run_types(client, "until_executed")
+    assert producer.enqueue("1")
+    assert worker.execute("1", lambda: producer.enqueue("2")) is False
+    assert not worker.locked()
+    assert producer.enqueue("3")
+    with pytest.raises(Boom):
+        worker.execute("3", boom)
+    assert [h.job_id for h in worker.holders()] == ["3"]
+
+
+def test_until_expired(client: Any) -> None:
+    producer, worker = run_types(client, "until_expired")
+    assert producer.enqueue("1")
+    assert worker.execute("1", lambda: 42) == 42
+    assert not producer.enqueue("2")
+    assert worker.release("1")
+
+
+@pytest.mark.parametrize("kind", ["while_executing", "while_executing_reject"])
+def test_while_executing(client: Any, kind: str) -> None:
+    rejected: list[Any] = []
+    manager = fastlock.LockManager(client, strategies={"reject": rejected.append})
+    producer = manager.lock("job", type=kind, ttl=30, on_conflict="log")
+    worker = manager.lock("job", type=kind, ttl=30, on_conflict="log")
+    assert producer.enqueue("1") and producer.enqueue("2")
+    assert not client.execute("KEYS", "*")
+    inner = worker.execute("1", lambda: (worker.info().runtime_holders, worker.execute("2", lambda: "ran")))
+    holders, nested = inner
+    assert [h.job_id for h in holders] == ["1"] and nested is None
+    assert [c.job_id for c in rejected] == (["2"] if kind == "while_executing_reject" else [])
+    with pytest.raises(Boom):
+        worker.execute("3", boom)
+    assert not worker.locked()
+
+
+def test_while_executing_waits_for_the_runtime_lock(client: Any) -> None:
+    worker = client.lock("job", type="while_executing", ttl=30, timeout=5)
+    worker.acquire("1")
+    threading.Timer(0.1, worker.release, args=("1",)).start()
+    assert worker.execute("2", lambda: "ran") == "ran"
+
+
+def test_until_and_while_executing(client: Any) -> None:
+    producer, worker = run_types(client, "until_and_while_executing", on_conflict={"execute": "raise"})
+    assert producer.enqueue("1") and not producer.enqueue("2")
+
+    def body() -> tuple[bool, list[str]]:
+        return producer.enqueue("2"), [h.job_id for h in worker.info().runtime_holders]
+
+    assert worker.execute("1", body) == (True, ["1"])
+    assert [h.job_id for h in worker.holders()] == ["2"]
+    with pytest.raises(Boom):
+        worker.execute("2", boom)
+    assert [h.job_id for h in worker.holders()] == ["2"] and worker.info().runtime_holders == []
+    worker.acquire("3", blocking=False)
+    client.locks.delete(worker.digest)
+    runner = client.lock("job", type="until_and_while_executing", ttl=30)
+    runner._take(runner._runtime, "busy", 0.0)
+    with pytest.raises(LockConflictError) as raised:
+        worker.execute("4", lambda: None)
+    assert raised.value.conflict.holders == ("busy",)
+
+
+# --- conflict strategies ------------------------------------------------------------------
+
+
+def test_strategies(client: Any, caplog: pytest.LogCaptureFixture) -> None:
+    client.lock("s", ttl=30).acquire("old")
+    with caplog.at_level("INFO", logger="fastlock.lock"):
+        assert not client.lock("s", ttl=30, on_conflict="log").enqueue("new")
+    assert "skipping job new" in caplog.text
+    with pytest.raises(LockConflictError):
+        client.lock("s", ttl=30, on_conflict="raise").enqueue("new")
+    with pytest.raises(LockError, match="needs a job framework"):
+        client.lock("s", ttl=30, on_conflict="reject").enqueue("new")
+    seen: list[fastlock.Conflict] = []
+    assert not client.lock("s", ttl=30, on_conflict=seen.append).enqueue("new", job={"id": "new"})
+    assert seen[0].holders == ("old",) and seen[0].job == {"id": "new"} and seen[0].side == "enqueue"
+    replacing = client.lock("s", ttl=30, on_conflict={"enqueue": "replace"})
+    assert replacing.enqueue("new")
+    assert [h.job_id for h in replacing.holders()] == ["new"]
+
+
+# --- admin --------------------------------------------------------------------------------
+
+
+def test_scan_inspect_delete_and_changelog(client: Any) -> None:
+    manager = fastlock.LockManager(client, buckets=4, max_history=100)
+    locks = [manager.lock(f"n{i}", ttl=30, limit=2) for i in range(10)]
+    for lock in locks:
+        lock.acquire("a")
+    runtime = manager.lock("n0", type="while_executing", ttl=30, limit=2)
+    runtime.acquire("r")
+    entries = list(manager.entries(count=3))
+    assert len(entries) == 11
+    assert {(e.digest, e.runtime, e.limit) for e in entries} == {
+        *((lock.digest, False, 2) for lock in locks),
+        (locks[0].digest, True, 2),
+    }
+    target = locks[3].digest
+    assert [e.digest for e in manager.entries(match=target[:12] + "*")] == [target]
+    assert [h.job_id for h in manager.inspect(target)] == ["a"]
+    assert manager.delete(locks[0].digest) == 2
+    assert not runtime.locked() and not locks[0].locked()
+    cursor, deleted = "0", 0
+    while True:
+        cursor, n = manager.delete_matching("*", cursor, count=2)
+        deleted += n
+        if cursor == "0":
+            break
+    assert deleted == 9 and list(manager.entries()) == []
+    assert lock_keys(client) == []
+    events = [(e.event, e.job_id) for e in manager.changelog(locks[1].digest)]
+    assert events == [("deleted", "a"), ("locked", "a")]

@@ -1,0 +1,165 @@
+"""The worker loop: batches, failures, heartbeat, recovery, blocking waits without polling."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+import fastlock
+from fastlock.commandstats import command_calls
+from fastlock.queue import Job, Queue, QueueStats
+from fastlock.worker import Worker
+
+
+@pytest.fixture
+def start() -> Iterator[Callable[[Worker], threading.Thread]]:
+    """Run workers in threads; stopped and joined after the test."""
+    running: list[tuple[Worker, threading.Thread]] = []
+
+    def run(worker: Worker) -> threading.Thread:
+        thread = threading.Thread(target=worker.run, daemon=True)
+        thread.start()
+        running.append((worker, thread))
+        return thread
+
+    yield run
+    for worker, _ in running:
+        worker.stop()
+    for _, thread in running:
+        thread.join(10)
+        assert not thread.is_alive()
+
+
+def settle(queue: Queue, expected: QueueStats, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while queue.stats() != expected:
+        assert time.monotonic() < deadline, queue.stats()
+        time.sleep(0.02)
+
+
+def test_worker_handles_batches_and_stops_at_max_jobs(client: fastlock.Client) -> None:
+    queue = client.queue("w")
+    queue.enqueue_many(b"%d" % i for i in range(35))
+    seen: list[bytes] = []
+    assert Worker(queue, lambda job: seen.append(job.payload), batch=10).run(max_jobs=30) == 30
+    assert seen == [b"%d" % i for i in range(30)]
+    assert queue.stats() == QueueStats(ready=5, delayed=0, active=0, dead=0)
+
+
+def test_failing_handler_retries_then_dead_letters(client: fastlock.Client) -> None:
+    queue = client.queue("w", max_attempts=3, backoff=lambda attempt: 0.05 * attempt)
+    queue.enqueue(b"bad")
+    attempts: list[tuple[int, float]] = []
+
+    def handler(job: Job) -> None:
+        attempts.append((job.attempt, time.monotonic()))
+        raise KeyError("missing")
+
+    worker = Worker(queue, handler, idle_wait=1.0)
+    threading.Timer(1.0, worker.stop).start()
+    worker.run()
+    assert [a for a, _ in attempts] == [1, 2, 3]
+    assert attempts[1][1] - attempts[0][1] >= 0.05 and attempts[2][1] - attempts[1][1] >= 0.1
+    [dead] = queue.dead()
+    assert (dead.attempts, dead.error) == (3, "KeyError: 'missing'")
+
+
+def test_heartbeat_keeps_a_long_job_leased(client: fastlock.Client) -> None:
+    queue = client.queue("w", lease=0.3)
+    queue.enqueue(b"slow")
+    recovered = []
+
+    def handler(job: Job) -> None:
+        deadline = time.monotonic() + 1.0  # > 3 leases; someone else keeps trying to recover
+        while time.monotonic() < deadline:
+            recovered.append(queue.recover())
+            time.sleep(0.05)
+        assert not job.lost
+
+    assert Worker(queue, handler).run(max_jobs=1) == 1
+    assert all(r.requeued == r.dead == 0 for r in recovered)
+    assert queue.stats() == QueueStats(0, 0, 0, 0)
+
+
+def test_lost_lease_is_flagged_to_the_handler(client: fastlock.Client) -> None:
+    queue = client.queue("w", lease=0.3)
+    queue.enqueue(b"x")
+    flags: list[bool] = []
+
+    def handler(job: Job) -> None:
+        queue.extend([job], lease=0.001)
+        time.sleep(0.01)
+        queue.recover()  # someone took the job back: the next heartbeat notices
+        time.sleep(0.3)
+        flags.append(job.lost)
+
+    Worker(queue, handler).run(max_jobs=1)
+    assert flags == [True]
+    assert queue.stats().ready == 1  # the stale complete was refused: the job is still queued
+
+
+def test_idle_worker_blocks_instead_of_polling(
+    client: fastlock.Client, start: Callable[[Worker], threading.Thread]
+) -> None:
+    queue = client.queue("w", lease=60)
+    done = threading.Event()
+    start(Worker(queue, lambda job: done.set(), idle_wait=5.0))
+    time.sleep(0.2)  # the worker is blocked in BZPOPMIN now
+    client.execute("CONFIG", "RESETSTAT")
+    time.sleep(1.0)
+    idle = command_calls(client)
+    assert idle.get("evalsha", 0) == 0 and idle.get("bzpopmin", 0) == 0, idle
+    started = time.monotonic()
+    queue.enqueue(b"wake up")
+    assert done.wait(2) and time.monotonic() - started < 0.5
+
+
+def test_idle_worker_wakes_when_a_delayed_job_is_due(
+    client: fastlock.Client, start: Callable[[Worker], threading.Thread]
+) -> None:
+    queue = client.queue("w")
+    ran = threading.Event()
+    start(Worker(queue, lambda job: ran.set(), idle_wait=5.0))
+    time.sleep(0.1)
+    started = time.monotonic()
+    queue.enqueue(b"soon", delay=0.4)
+    assert ran.wait(3)
+    assert 0.39 <= time.monotonic() - started < 1.0
+
+
+def test_workers_recover_abandoned_jobs(
+    client: fastlock.Client, start: Callable[[Worker], threading.Thread]
+) -> None:
+    queue = client.queue("w", lease=0.2)
+    queue.enqueue_many([b"a", b"b"])
+    abandoned = queue.claim(2)  # a worker that died holding them
+    start(Worker(queue, lambda job: None, idle_wait=0.2))
+    settle(queue, QueueStats(0, 0, 0, 0))
+    with pytest.raises(fastlock.LeaseLost):
+        queue.complete(abandoned)
+
+
+def test_several_workers_share_a_trickle(
+    client: fastlock.Client, start: Callable[[Worker], threading.Thread]
+) -> None:
+    queue = client.queue("w")
+    handled: list[str] = []
+    lock = threading.Lock()
+
+    def handler(job: Job) -> None:
+        with lock:
+            handled.append(job.id)
+
+    for _ in range(3):
+        start(Worker(queue, handler, batch=5, idle_wait=5.0))
+    ids = []
+    for i in range(40):
+        ids.append(queue.enqueue(b"%d" % i))
+        if i % 10 == 0:
+            ids += queue.enqueue_many([b"burst"] * 20)
+        time.sleep(0.005)
+    settle(queue, QueueStats(0, 0, 0, 0))
+    assert sorted(handled) == sorted(ids)
