@@ -69,6 +69,7 @@ def test_script_layer_without_io(
 
     stub = time_loop("stub", lambda: stub_evalsha(None, "0" * 40, KEYS, ARGS), ops=NO_IO_OPS, rounds=7)
     client._evalsha = stub_evalsha  # the pool still hands out a real connection
+    client.pool.health_check_interval = None  # no reply is read, so the connection never looks fresh
     call = client.call
     figures = measure(
         f"script: client.call, no I/O {impl}", lambda: call("bench_return_1", KEYS, ARGS), ops=NO_IO_OPS

@@ -14,6 +14,7 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from libc.errno cimport EAGAIN, EINTR, errno
 from libc.math cimport isfinite
 from libc.string cimport memcpy, strerror, strlen
+from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 
 import builtins
 import socket
@@ -330,7 +331,7 @@ cdef class Connection:
 
     cdef readonly object sock
     cdef readonly bint broken
-    cdef public double last_used
+    cdef public double last_used  # time.monotonic() of the last reply read
     cdef public long generation
     cdef readonly unsigned long long round_trips
     cdef int _fd
@@ -428,6 +429,7 @@ cdef class Connection:
         return n
 
     cdef object _read_reply(self):
+        cdef timespec now
         reply = self._gets()
         try:
             while reply is _NOT_ENOUGH:
@@ -436,6 +438,8 @@ cdef class Connection:
         except ProtocolError:
             self.close()
             raise
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        self.last_used = now.tv_sec + now.tv_nsec * 1e-9
         return reply
 
     cdef object _roundtrip(self):

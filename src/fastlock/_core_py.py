@@ -10,6 +10,7 @@ import builtins
 import socket
 from collections.abc import Iterable, Sequence
 from math import isfinite
+from time import monotonic
 from typing import Any
 
 from ._arguments import (
@@ -194,7 +195,7 @@ class Connection:
     def __init__(self, sock: socket.socket) -> None:
         self.sock = sock
         self.broken = False
-        self.last_used = 0.0
+        self.last_used = 0.0  # time.monotonic() of the last reply read
         self.generation = 0
         self.round_trips = 0
         self._reader = ReplyReader()
@@ -241,6 +242,7 @@ class Connection:
         except ProtocolError:
             self.close()
             raise
+        self.last_used = monotonic()
         return reply
 
     def _roundtrip(self, payload: bytes) -> Any:

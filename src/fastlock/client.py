@@ -24,7 +24,7 @@ import os
 import random
 import time
 from collections.abc import Callable, Iterable, Sequence
-from time import perf_counter
+from time import monotonic
 from typing import Any
 
 from ._impl import load_core
@@ -219,15 +219,15 @@ class Client:
         if script.meta:
             args = [*args, *(_META_VALUES[field](self, script) for field in script.meta)]
         pool = self._pool
-        start = perf_counter()
-        conn = pool.get()
+        start = monotonic()
+        conn = pool.get(start)
         try:
             result = self._evalsha(conn, script.sha, keys, args)
         except BaseException as exc:  # noqa: BLE001 - recovered or re-raised by _script_failed
             result = self._script_failed(conn, exc, script, keys, args, start, busy_timeout)
         else:
             pool.put(conn)
-        elapsed = perf_counter() - start
+        elapsed = monotonic() - start
         durations = script.stats.durations
         durations.append(elapsed)
         if len(durations) >= ScriptStats.FOLD_AT:
@@ -279,7 +279,7 @@ class Client:
             except ResponseError as reply:
                 return self._recover(script, keys, args, reply, start, busy_timeout)
         except BaseException as failure:
-            elapsed = perf_counter() - start
+            elapsed = monotonic() - start
             script.stats.record_error(elapsed)
             if self.debug:
                 _log.debug("script %s failed after %.3f ms: %r", script.name, elapsed * 1e3, failure)
@@ -314,7 +314,7 @@ class Client:
                 continue
             if not isinstance(exc, BusyError):
                 raise lua_error(exc, script) from None
-            waited = perf_counter() - start
+            waited = monotonic() - start
             timeout = self.busy_timeout if busy_timeout is None else busy_timeout
             if waited >= timeout:
                 raise ScriptBusyError(exc.text, script=script.name, waited=waited) from None

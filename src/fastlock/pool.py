@@ -75,14 +75,17 @@ class ConnectionPool:
         """Connections waiting in the pool."""
         return len(self._idle)
 
-    def get(self) -> Any:
-        """Check out a connection, opening one if the pool is below ``max_size``."""
+    def get(self, now: float | None = None) -> Any:
+        """Check out a connection, opening one if the pool is below ``max_size``.
+
+        ``now`` is the caller's ``time.monotonic()`` reading, when it has one at hand.
+        """
         try:
             conn = self._idle.pop()
         except IndexError:
             return self._get_slow()
         interval = self.health_check_interval
-        if interval is not None and monotonic() - conn.last_used >= interval and not _alive(conn):
+        if interval is not None and (now or monotonic()) - conn.last_used >= interval and not _alive(conn):
             conn.close()
             self.put(conn)
             return self.get()
@@ -127,7 +130,6 @@ class ConnectionPool:
             self._retired_round_trips += conn.round_trips
             self._forget(conn.generation)
             return
-        conn.last_used = monotonic()
         self._idle.append(conn)
         if self._waiters:
             with self._cond:
