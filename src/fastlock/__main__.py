@@ -13,8 +13,8 @@ import sys
 import time
 from importlib import resources
 
-from . import Client, __impl__, __version__
-from .benchmark import CORE_WORKLOADS, EVALSHA_SCRIPT, c_floor, pin, render_table, run_workloads
+from . import Client, __impl__, __version__, workloads
+from .benchmark import EVALSHA_SCRIPT, c_floor, pin, render_table, run_workloads
 from .embedded import EmbeddedServer, find_server_binary
 
 
@@ -57,15 +57,15 @@ def _progress_bar(done: int, total: int, name: str) -> None:
 
 def bench(url: str, args: argparse.Namespace, client_cpu: int | None) -> int:
     """Measure the workloads and print the table (and write JSON when asked)."""
-    workloads = list(CORE_WORKLOADS)
+    chosen = list(workloads.ALL)
     with Client(url) as client:
         client.execute("SCRIPT", "LOAD", EVALSHA_SCRIPT)
         address = client.params.address
     progress = None if args.no_progress else _progress_bar
-    figures, skipped = run_workloads(url, workloads, rounds=args.rounds, scale=args.scale, progress=progress)
+    figures, skipped = run_workloads(url, chosen, rounds=args.rounds, scale=args.scale, progress=progress)
     floor = c_floor(url, cpu=client_cpu, requests=max(1_000, int(50_000 * args.scale)))
     print(f"fastlock {__version__} ({__impl__} core) on {address}; medians of {args.rounds} rounds")
-    print(render_table(figures, workloads, floor))
+    print(render_table(figures, chosen, floor))
     if floor is None:
         print("\nno redis-benchmark/valkey-benchmark on PATH: no C floor to compare with")
     for line in skipped:

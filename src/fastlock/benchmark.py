@@ -32,7 +32,10 @@ __all__ = [
     "Figures",
     "Timing",
     "c_floor",
+    "Workload",
     "pin",
+    "render_table",
+    "run_workloads",
     "time_loop",
 ]
 
@@ -186,33 +189,6 @@ class Workload:
     ops: int = 5_000
     versus: str | None = None
     counted: bool = True
-
-
-def _fastlock_evalsha(client: Client) -> Callable[[], object]:
-    script = client.register_script(EVALSHA_SCRIPT)
-    return lambda: script(EVALSHA_KEYS, EVALSHA_ARGS)
-
-
-def _redis_py(client: Client) -> Any:
-    import redis  # the comparison needs redis-py; a missing one skips the workload
-
-    params = client.params
-    if params.path:
-        return redis.Redis(unix_socket_path=params.path, db=params.db, password=params.password)
-    return redis.Redis(host=params.host, port=params.port, db=params.db, password=params.password)
-
-
-def _redis_py_evalsha(client: Client) -> Callable[[], object]:
-    script = _redis_py(client).register_script(EVALSHA_SCRIPT)
-    args = tuple(int(a) if isinstance(a, bool) else a for a in EVALSHA_ARGS)  # redis-py refuses bool
-    return lambda: script(keys=EVALSHA_KEYS, args=args)
-
-
-CORE_WORKLOADS = (
-    Workload("EVALSHA round trip", _fastlock_evalsha, versus="redis-py: EVALSHA round trip"),
-    Workload("redis-py: EVALSHA round trip", _redis_py_evalsha, counted=False),
-)
-"""The reference EVALSHA (3 keys, 5 args), by fastlock and by redis-py."""
 
 
 def run_workloads(
