@@ -34,6 +34,7 @@ BASELINES = {
     "round trip": "round trip: C floor",
     "encode": "encode: hiredis.pack_command",
     "lock": "lock: redis-py Lock",
+    "queue": "round trip: C floor",
 }
 
 

@@ -314,3 +314,14 @@ def test_wait_blocks_until_work_is_signalled(queue: Queue) -> None:
     assert queue.wait(5) is True
     assert time.monotonic() - started < 2
     timer.join()
+
+
+def test_dead_letters_by_id_take_every_given_id(client: fastlock.Client) -> None:
+    queue = client.queue("q", max_attempts=1)
+    ids = queue.enqueue_many([b"x"] * 150)
+    for job in queue.claim(150):
+        queue.fail(job, "e")
+    assert queue.requeue_dead([]) == 0
+    assert queue.requeue_dead(ids) == 150  # more than the default limit: ids decide
+    with pytest.raises(ValueError):
+        queue.purge_dead(["x"] * (MAX_BATCH + 1))

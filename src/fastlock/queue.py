@@ -167,11 +167,11 @@ class Queue:
         digester: Digester | None = None,
         prefix: str = "fl",
     ) -> None:
-        if lease <= 0 or max_attempts < 1 or keep_completed < 0:
-            raise ValueError("lease must be positive, max_attempts at least 1, keep_completed at least 0")
+        if _ms(lease) < 1 or max_attempts < 1 or keep_completed < 0:
+            raise ValueError("lease must be at least 1 ms, max_attempts >= 1 and keep_completed >= 0")
         self.client = client
         self.name = name
-        self.lease = lease
+        self._default_lease_ms = _ms(lease)
         self.max_attempts = max_attempts
         self.backoff = backoff
         self.keep_completed = keep_completed
@@ -180,6 +180,11 @@ class Queue:
         self.prefix = f"{prefix}:{name}:" if tagged else f"{prefix}:{{{name}}}:"
         self.keys = tuple(self.prefix + suffix for suffix in _SUFFIXES)
         self.key = dict(zip(_SUFFIXES, self.keys, strict=True))
+
+    @property
+    def lease(self) -> float:
+        """The default lease, in seconds."""
+        return self._default_lease_ms / 1000
 
     def __repr__(self) -> str:
         return f"<fastlock.Queue {self.name!r} lease={self.lease} max_attempts={self.max_attempts}>"
@@ -269,8 +274,9 @@ class Queue:
         _check_batch(len(jobs), "jobs per complete")
         if claim:
             _check_batch(claim, "claim")
-        head = (self.keep_completed, claim, self._lease_ms(lease), PROMOTE_LIMIT)
-        lost, claimed = self._call("queue_complete", (*head, *(job.member for job in jobs)))
+        args: list[int | bytes] = [self.keep_completed, claim, self._lease_ms(lease), PROMOTE_LIMIT]
+        args += [job.member for job in jobs]
+        lost, claimed = self._call("queue_complete", args)
         if lost:
             raise LeaseLost([jobs[i - 1] for i in lost])
         return self._batch(claimed) if claim else Batch()
@@ -340,20 +346,24 @@ class Queue:
     def requeue_dead(
         self, ids: Iterable[str] | None = None, *, limit: int = 100, older_than: float | None = None
     ) -> int:
-        """Move dead jobs (``ids``, or the oldest ``limit``) back to ready with their
-        attempts reset (unique locks are not taken again); returns how many moved."""
+        """Move dead jobs back to ready with their attempts reset (unique locks are not taken
+        again): ``ids`` (at most :data:`MAX_BATCH`), or else the oldest ``limit`` dead for
+        ``older_than`` seconds or more. Returns how many moved."""
         return int(self._dead("requeue", ids, limit, older_than))
 
     def purge_dead(
         self, ids: Iterable[str] | None = None, *, limit: int = 100, older_than: float | None = None
     ) -> int:
-        """Delete dead jobs (``ids``, or the oldest ``limit``) and their payloads."""
+        """Delete dead jobs and their payloads, chosen like :meth:`requeue_dead`."""
         return int(self._dead("purge", ids, limit, older_than))
 
     def _dead(self, op: str, ids: Iterable[str] | None, limit: int, older_than: float | None) -> Any:
-        _check_batch(limit, "limit")
+        chosen = () if ids is None else tuple(ids)
+        if ids is not None and not chosen:
+            return 0
+        _check_batch(len(chosen) or limit, "dead jobs per call")
         age = -1 if older_than is None else _ms(older_than)
-        return self._call("queue_dead", (op, limit, age, *(ids or ())))
+        return self._call("queue_dead", (op, len(chosen) or limit, age, *chosen))
 
     def stats(self) -> QueueStats:
         """Job counts, read in one round trip (not a snapshot across the four states)."""
@@ -366,7 +376,9 @@ class Queue:
     # ---- replies
 
     def _lease_ms(self, lease: float | None) -> int:
-        lease_ms = _ms(self.lease if lease is None else lease)
+        if lease is None:
+            return self._default_lease_ms
+        lease_ms = _ms(lease)
         if lease_ms < 1:
             raise ValueError("lease must be at least 1 ms")
         return lease_ms
@@ -376,4 +388,5 @@ class Queue:
         now, next_due, *leases = reply
         if not leases:
             return Batch((), None if next_due == -1 else max(0.0, (float(next_due) - now) / 1000))
-        return Batch(Job.from_lease(leases[i], leases[i + 1]) for i in range(0, len(leases), 2))
+        pairs = zip(leases[::2], leases[1::2], strict=True)
+        return Batch([Job.from_lease(member, payload) for member, payload in pairs])

@@ -28,6 +28,7 @@ log = logging.getLogger("fastlock.worker")
 TRANSIENT = (ConnectionError, PoolTimeoutError, BusyError, LoadingError)
 """Errors a worker waits out and retries (server restarting, unreachable or busy)."""
 _MAX_RECOVER_CALLS = 10
+_STOP_SIGNAL_MS = 60_000  # an unconsumed stop signal (worker not idle) expires by itself
 
 
 class Heartbeat:
@@ -81,8 +82,8 @@ class Heartbeat:
             for queue, jobs in self._next_round():
                 try:
                     lost = queue.extend(jobs)
-                except TRANSIENT as exc:
-                    log.warning("heartbeat for %r failed: %s", queue, exc)
+                except Exception:  # the heartbeat must outlive any one failed call
+                    log.warning("heartbeat for %r failed", queue, exc_info=True)
                     continue
                 with self._cond:
                     lost = [job for job in lost if job.member in self._held.get(queue, {})]
@@ -139,10 +140,11 @@ class Worker:
 
     def stop(self) -> None:
         """Ask :meth:`run` to return after the current batch (nothing more is claimed); an
-        idle worker is woken at once."""
+        idle worker is woken at once. A stopped worker stays stopped."""
         self._stopping.set()
+        wake = self.queue.client.pipeline().execute_command("ZADD", self._interrupt, 0, "stop")
         try:
-            self.queue.client.execute("ZADD", self._interrupt, 0, "stop")
+            wake.execute_command("PEXPIRE", self._interrupt, _STOP_SIGNAL_MS).execute()
         except TRANSIENT as exc:
             log.warning("%r: could not wake the worker to stop it: %s", self.queue, exc)
 
@@ -168,8 +170,6 @@ class Worker:
                 jobs = self._complete(done, self._wanted(handled, max_jobs))
             finally:
                 beat.release(self.queue, held)
-        if self._stopping.is_set():
-            self.queue.client.execute("DEL", self._interrupt)
         return handled
 
     def _wanted(self, handled: int, max_jobs: int | None) -> int:

@@ -1,0 +1,88 @@
+"""Job queue throughput and recovery latency: ``python -m pytest --benchmark-only bench/test_bench_queue.py``.
+
+Jobs per second through enqueue -> claim -> complete with one producer and one worker,
+unbatched and in batches of 10 and 100, with client CPU, server commands and round trips
+per job; the summary's ratio column compares jobs/s with the C floor's EVALSHA round trips/s
+(a job needing r round trips can reach at most 1/r of it). Then the latency of one
+``recover`` call while 10,000+ leases are expired (it touches ``limit`` jobs, no more).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+
+import pytest
+
+import fastlock
+from fastlock.benchmark import Figures
+from fastlock.queue import Batch, Queue
+
+PAYLOAD = b"x" * 64
+JOBS = {1: 3_000, 10: 10_000, 100: 20_000}
+RECOVER_LIMIT = 1000
+EXPIRED = 10_000
+
+
+class Flow:
+    """One producer and one worker in one thread; each :meth:`job` call handles one job.
+    Every ``batch`` jobs the producer enqueues ``batch`` more, and the worker completes the
+    jobs it ran and claims the next ``batch`` in the same call."""
+
+    def __init__(self, queue: Queue, batch: int) -> None:
+        self.queue, self.batch = queue, batch
+        self.held = Batch()
+        self.todo: deque[fastlock.Job] = deque()
+
+    def job(self) -> None:
+        if not self.todo:
+            if self.batch == 1:
+                self.queue.enqueue(PAYLOAD)
+            else:
+                self.queue.enqueue_many([PAYLOAD] * self.batch)
+            self.held = self.queue.complete(self.held, claim=self.batch)
+            self.todo.extend(self.held)
+        self.todo.popleft()  # the handler: nothing to do
+
+
+def client_for(server_url: str, impl: str) -> fastlock.Client:
+    if impl == "cython":
+        pytest.importorskip("fastlock._core", reason="Cython core not built")
+    client = fastlock.Client(server_url, impl=impl)
+    client.execute("FLUSHALL")
+    return client
+
+
+def test_round_trip_floor(floor: Figures) -> None:
+    """The C floor (redis-benchmark EVALSHA round trips), the queue figures' baseline."""
+
+
+@pytest.mark.parametrize("batch", list(JOBS))
+@pytest.mark.parametrize("impl", ["cython", "python"])
+def test_job_throughput(measure: Callable[..., Figures], server_url: str, impl: str, batch: int) -> None:
+    client = client_for(server_url, impl)
+    flow = Flow(client.queue("bench"), batch)
+    name = "unbatched" if batch == 1 else f"batches of {batch}"
+    figures = measure(f"queue: {impl}, {name}", flow.job, ops=JOBS[batch], cost=client)
+    assert figures.round_trips_per_op is not None and figures.round_trips_per_op <= 2 / batch + 1e-9
+
+
+@pytest.mark.parametrize("expired", [0, EXPIRED])
+def test_recover_latency(measure: Callable[..., Figures], server_url: str, expired: int) -> None:
+    client = client_for(server_url, "cython")
+    queue = client.queue("bench-recover", max_attempts=1_000_000)
+    rounds = 7
+    backlog = expired + (rounds + 2) * RECOVER_LIMIT if expired else 0  # warm-up, rounds, cost count
+    for _ in range(0, backlog, 1000):
+        queue.enqueue_many([PAYLOAD] * 1000)
+        queue.claim(1000, lease=0.001)
+    time.sleep(0.01)
+    touched = RECOVER_LIMIT if expired else 0
+
+    def recover() -> None:
+        result = queue.recover(RECOVER_LIMIT)
+        assert result.requeued + result.dead == touched and result.more == bool(expired)
+
+    label = f"{expired:,} expired leases, limit {RECOVER_LIMIT}" if expired else "nothing expired"
+    measure(f"queue: recover, {label}", recover, ops=1, rounds=rounds, cost=client)
