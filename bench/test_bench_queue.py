@@ -10,40 +10,18 @@ per job; the summary's ratio column compares jobs/s with the C floor's EVALSHA r
 from __future__ import annotations
 
 import time
-from collections import deque
 from collections.abc import Callable
 
 import pytest
 
 import fastlock
 from fastlock.benchmark import Figures
-from fastlock.queue import Batch, Queue
+from fastlock.workloads import Flow
 
-PAYLOAD = b"x" * 64
+PAYLOAD = b"x" * 64  # the recover backlog's payload
 JOBS = {1: 3_000, 10: 10_000, 100: 20_000}
 RECOVER_LIMIT = 1000
 EXPIRED = 10_000
-
-
-class Flow:
-    """One producer and one worker in one thread; each :meth:`job` call handles one job.
-    Every ``batch`` jobs the producer enqueues ``batch`` more, and the worker completes the
-    jobs it ran and claims the next ``batch`` in the same call."""
-
-    def __init__(self, queue: Queue, batch: int) -> None:
-        self.queue, self.batch = queue, batch
-        self.held = Batch()
-        self.todo: deque[fastlock.Job] = deque()
-
-    def job(self) -> None:
-        if not self.todo:
-            if self.batch == 1:
-                self.queue.enqueue(PAYLOAD)
-            else:
-                self.queue.enqueue_many([PAYLOAD] * self.batch)
-            self.held = self.queue.complete(self.held, claim=self.batch)
-            self.todo.extend(self.held)
-        self.todo.popleft()  # the handler: nothing to do
 
 
 def client_for(server_url: str, impl: str) -> fastlock.Client:

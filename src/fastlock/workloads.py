@@ -4,17 +4,21 @@ job-claim lifecycles, each next to redis-py doing the same job where that makes 
 from __future__ import annotations
 
 import uuid
+from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .benchmark import EVALSHA_ARGS, EVALSHA_KEYS, EVALSHA_SCRIPT, Workload
 from .lock import LockType
 from .lock_costs import lifecycle
+from .queue import Batch, Job, Queue
 
 if TYPE_CHECKING:
     from .client import Client
 
-__all__ = ["ALL", "CORE", "LOCKS"]
+__all__ = ["ALL", "CORE", "LOCKS", "QUEUES", "Flow"]
+
+PAYLOAD = b"x" * 64
 
 
 def _redis_py(client: Client) -> Any:
@@ -64,6 +68,34 @@ def _lifecycle(kind: LockType) -> Callable[[Client], Callable[[], object]]:
     return lambda client: lifecycle(client.locks, kind)
 
 
+class Flow:
+    """One producer and one worker in one thread; each :meth:`job` call handles one job.
+    Every ``batch`` jobs the producer enqueues ``batch`` more, and the worker completes the
+    jobs it ran and claims the next ``batch`` in the same call."""
+
+    def __init__(self, queue: Queue, batch: int) -> None:
+        self.queue, self.batch = queue, batch
+        self.held = Batch()
+        self.todo: deque[Job] = deque()
+
+    def job(self) -> None:
+        if not self.todo:
+            if self.batch == 1:
+                self.queue.enqueue(PAYLOAD)
+            else:
+                self.queue.enqueue_many([PAYLOAD] * self.batch)
+            self.held = self.queue.complete(self.held, claim=self.batch)
+            self.todo.extend(self.held)
+        self.todo.popleft()  # the handler: nothing to do
+
+
+def _queue_flow(batch: int) -> Callable[[Client], Callable[[], object]]:
+    def setup(client: Client) -> Callable[[], object]:
+        return Flow(client.queue(f"bench:{uuid.uuid4().hex}"), batch).job
+
+    return setup
+
+
 CORE = (
     Workload("EVALSHA round trip", _evalsha, versus="redis-py: EVALSHA round trip"),
     Workload("redis-py: EVALSHA round trip", _redis_py_evalsha, counted=False),
@@ -80,4 +112,15 @@ LOCKS = (
 """Uncontended acquire + release (until_executed, ttl, tracking and fencing on), and one job's
 lifecycle of every lock type (enqueue on one object, execute on another)."""
 
-ALL = (*CORE, *LOCKS)
+QUEUES = tuple(
+    Workload(f"job enqueue -> claim -> complete, {label}", _queue_flow(batch), ops=ops)
+    for batch, label, ops in (
+        (1, "unbatched", 3_000),
+        (10, "batches of 10", 10_000),
+        (100, "batches of 100", 20_000),
+    )
+)
+"""Jobs through one producer and one worker: per job, the producer enqueues and the worker
+completes the previous job and claims the next in the same call (batched: n at a time)."""
+
+ALL = (*CORE, *LOCKS, *QUEUES)
