@@ -11,38 +11,40 @@ import os
 import shutil
 import sys
 import time
-from importlib import resources
 
 from . import Client, __impl__, __version__, workloads
 from .benchmark import EVALSHA_SCRIPT, c_floor, pin, render_table, run_workloads
 from .embedded import EmbeddedServer, find_server_binary
 
 
-def _release_script_source() -> str:
-    return (resources.files("fastlock") / "lua" / "release_if_owner.lua").read_text()
-
-
 def demo(url: str) -> None:
-    """Acquire a lock, fail to take it twice, release it by compare-and-delete, time it."""
+    """Take and release a lock (with fencing tokens), claim and complete a job, call a script."""
     with Client(url) as client:
-        release = client.register_script(_release_script_source())
-        token = os.urandom(8).hex()
         print(f"fastlock {__version__} ({__impl__} core) on {client.params.address}")
-        taken = client.execute("SET", "demo:lock", token, "NX", "PX", 30_000)
-        print(f"acquire demo:lock            -> {taken!r}")
-        again = client.execute("SET", "demo:lock", "other", "NX", "PX", 30_000)
-        print(f"acquire again (held)         -> {again!r}")
-        print(f"release with a wrong token   -> {release(keys=['demo:lock'], args=['not-mine'])!r}")
-        print(f"release with our token       -> {release(keys=['demo:lock'], args=[token])!r}")
-        rounds = 5_000
+        first, second = client.lock("demo", ttl=30), client.lock("demo", ttl=30)
+        print(f"lock demo, job A          -> fencing token {first.acquire()!r}")
+        print(f"lock demo, job B (held)   -> {second.acquire(blocking=False)!r}")
+        print(f"release by job A          -> frees token {first.release()!r}")
+        print(f"lock demo, job B          -> fencing token {second.acquire()!r}")
+        second.release()
+        queue = client.queue("demo", lease=30)
+        queue.enqueue(b"send invoice 42")
+        for job in queue.claim(10):
+            print(f"claimed job {job.id} (attempt {job.attempt}, token {job.token}): {job.payload!r}")
+            queue.complete(job)
+        print(f"queue stats               -> {queue.stats()}")
+        client.execute("SET", "demo:key", "mine")
+        print(f"release_if_owner (wrong)  -> {client.call('release_if_owner', ['demo:key'], ['theirs'])!r}")
+        print(f"release_if_owner (right)  -> {client.call('release_if_owner', ['demo:key'], ['mine'])!r}")
+        cycles = 5_000
         started, cpu = time.perf_counter(), time.process_time()
-        for _ in range(rounds):
-            client.execute("SET", "demo:lock", token, "NX", "PX", 30_000)
-            release(keys=["demo:lock"], args=[token])
+        for _ in range(cycles):
+            first.acquire()
+            first.release()
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu
         print(
-            f"{rounds} acquire+release cycles: {rounds / wall:,.0f} cycles/s, "
-            f"{cpu / rounds * 1e6:.1f} µs client CPU per cycle (2 round trips each)"
+            f"{cycles} lock acquire+release cycles: {cycles / wall:,.0f} cycles/s, "
+            f"{cpu / cycles * 1e6:.1f} µs client CPU per cycle (2 round trips each)"
         )
 
 
