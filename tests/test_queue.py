@@ -3,6 +3,7 @@ retries, recovery, dead letters, delays, priorities, uniqueness."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -291,6 +292,32 @@ def test_unique_digest_is_the_lock_digest(client: fastlock.Client) -> None:
         Unique("x", type="until_expired")
     with pytest.raises(ValueError):
         queue.unique_digest(Unique(digest="not hex"))
+
+
+def test_fresh_ids_are_unique_across_threads_and_fork(queue: Queue) -> None:
+    ids: list[str] = []
+    threads = [
+        threading.Thread(target=lambda: ids.extend(queue.enqueue_many([b"t"] * 300))) for _ in range(4)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: enqueue and report the ids, nothing on failure
+        try:
+            os.write(write, " ".join([queue.enqueue(b"child"), *queue.enqueue_many([b"child"] * 2)]).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    ids += [queue.enqueue(b"parent"), *queue.enqueue_many([b"parent"] * 2)]
+    child = os.read(read, 1024).decode().split()
+    os.close(read)
+    os.waitpid(pid, 0)
+    ids += child
+    assert len(child) == 3 and len(set(ids)) == len(ids) == 1206
+    assert queue.client.execute("HLEN", queue.key["data"]) == 1206
 
 
 def test_batch_limits(queue: Queue) -> None:

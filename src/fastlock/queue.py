@@ -12,8 +12,10 @@ again after its lease is lost, so its external effects should be idempotent or f
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import count as counter
+from itertools import islice
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from .cluster import hash_tag
@@ -38,6 +40,23 @@ _SUFFIXES += ("unique", "dead", "err", "wake")
 """Key suffixes, in the order every queue script receives the keys (lua/shared/_queue_keys.lua)."""
 
 
+def _id_source() -> Iterator[str]:
+    """Fresh job ids: a random 64-bit prefix drawn once per process, then a counter (24 hex
+    characters; longer past 2**32 ids). ``next()`` on it is one C call: thread-safe."""
+    return map(f"{os.urandom(8).hex()}%08x".__mod__, counter())
+
+
+_job_ids = _id_source()
+
+
+def _new_id_source() -> None:
+    global _job_ids
+    _job_ids = _id_source()  # a forked child must not repeat its parent's ids
+
+
+os.register_at_fork(after_in_child=_new_id_source)
+
+
 @dataclass(slots=True, eq=False)
 class Job:
     """A claimed job: ``attempt`` counts this run (1 for the first); ``token`` is its
@@ -53,7 +72,8 @@ class Job:
 
     @classmethod
     def from_lease(cls, member: bytes, payload: bytes) -> Job:
-        """Build a job from its lease member (``token|attempt|priority|unique|id``)."""
+        """Build a job from its lease member (``token|attempt|priority|unique|id``; claims
+        parse whole replies with the same steps inlined)."""
         token, attempt, _priority, _unique, job_id = member.split(b"|", 4)
         return cls(job_id.decode(), payload, int(attempt), int(token), member)
 
@@ -65,7 +85,7 @@ class Batch(list[Job]):
     __slots__ = ("next_due_in",)
 
     def __init__(self, jobs: Iterable[Job] = (), next_due_in: float | None = None) -> None:
-        super().__init__(jobs)
+        self.extend(jobs)  # not super().__init__: this runs on every claim
         self.next_due_in = next_due_in
 
 
@@ -138,9 +158,31 @@ def _ms(seconds: float | None) -> int:
     return 0 if seconds is None else max(0, round(seconds * 1000))
 
 
-def _check_batch(count: int, what: str) -> None:
-    if not 1 <= count <= MAX_BATCH:
-        raise ValueError(f"{what} must be between 1 and {MAX_BATCH}, not {count}")
+def _level(priority: int) -> str:
+    if not 0 <= priority < MAX_PRIORITY:
+        raise ValueError(f"priority must be in [0, {MAX_PRIORITY}), not {priority}")
+    return str(int(priority))
+
+
+def _batch_error(count: int, what: str) -> ValueError:
+    return ValueError(f"{what} must be between 1 and {MAX_BATCH}, not {count}")
+
+
+def _claimed(reply: list[Any]) -> Batch:
+    """The jobs of a claim reply ``now, next_due, member, payload, ...``
+    (lua/shared/_queue_claim.lua); each member is ``token|attempt|priority|unique|id``."""
+    batch = Batch()
+    if len(reply) == 2:
+        now, next_due = reply
+        if next_due != -1:
+            batch.next_due_in = max(0.0, (float(next_due) - now) / 1000)
+        return batch
+    append = batch.append
+    items = islice(reply, 2, None)
+    for member in items:  # cheaper than zip(items, items) for the common short claim
+        token, attempt, _priority, _unique, job_id = member.split(b"|", 4)
+        append(Job(job_id.decode(), next(items), int(attempt), int(token), member))
+    return batch
 
 
 class Queue:
@@ -189,9 +231,6 @@ class Queue:
     def __repr__(self) -> str:
         return f"<fastlock.Queue {self.name!r} lease={self.lease} max_attempts={self.max_attempts}>"
 
-    def _call(self, script: str, args: Sequence[Any], keys: Sequence[str] | None = None) -> Any:
-        return self.client.call(script, keys=self.keys if keys is None else keys, args=args)
-
     # ---- producing
 
     def enqueue(
@@ -213,9 +252,11 @@ class Queue:
             mode, digest, ttl = unique.mode, self.unique_digest(unique), _ms(unique.ttl)
             if mode == "t":
                 keys = (*keys, f"{self.prefix}u:{digest}")
-        new_id = os.urandom(10).hex() if job_id is None else job_id
-        args = (new_id, payload, job_id is not None, _ms(delay), self._priority(priority), mode, digest, ttl)
-        added, owner = self._call("queue_enqueue", args, keys)
+        new_id = next(_job_ids) if job_id is None else job_id
+        delay_ms = 0 if delay is None else _ms(delay)
+        level = "" if priority is None else _level(priority)
+        args = (new_id, payload, job_id is not None, delay_ms, level, mode, digest, ttl)
+        added, owner = self.client.call("queue_enqueue", keys, args)
         if not added:
             raise DuplicateJob(owner.decode() if owner is not None else None)
         return new_id
@@ -225,18 +266,15 @@ class Queue:
     ) -> list[str]:
         """Add jobs with fresh ids, :data:`MAX_BATCH` per call (one HSET and one push
         each); returns their ids. ``delay`` and ``priority`` apply to all."""
-        head = (_ms(delay), self._priority(priority))
+        delay_ms, level = _ms(delay), "" if priority is None else _level(priority)
         ids: list[str] = []
-        chunk: list[bytes | str] = []
-        for payload in payloads:
-            new_id = os.urandom(10).hex()
-            ids.append(new_id)
-            chunk += (new_id, payload)
-            if len(chunk) == 2 * MAX_BATCH:
-                self._call("queue_enqueue_many", (*head, *chunk))
-                chunk = []
-        if chunk:
-            self._call("queue_enqueue_many", (*head, *chunk))
+        todo = iter(payloads)
+        while chunk := list(islice(todo, MAX_BATCH)):
+            fresh = list(islice(_job_ids, len(chunk)))
+            args: list[Any] = [delay_ms, level, *fresh, *chunk]
+            args[2::2], args[3::2] = fresh, chunk  # id, payload pairs
+            self.client.call("queue_enqueue_many", self.keys, args)
+            ids += fresh
         return ids
 
     def unique_digest(self, unique: Unique) -> str:
@@ -245,20 +283,14 @@ class Queue:
             return check_digest(unique.digest)
         return self.digester.digest(unique.name or "", self.name, unique.args)
 
-    @staticmethod
-    def _priority(priority: int | None) -> str:
-        if priority is None:
-            return ""
-        if not 0 <= priority < MAX_PRIORITY:
-            raise ValueError(f"priority must be in [0, {MAX_PRIORITY}), not {priority}")
-        return str(int(priority))
-
     # ---- consuming
 
     def claim(self, count: int = 1, *, lease: float | None = None) -> Batch:
         """Lease up to ``count`` ready jobs (due delayed jobs are promoted first)."""
-        _check_batch(count, "count")
-        return self._batch(self._call("queue_claim", (count, self._lease_ms(lease), PROMOTE_LIMIT)))
+        if not 1 <= count <= MAX_BATCH:
+            raise _batch_error(count, "count")
+        lease_ms = self._default_lease_ms if lease is None else self._lease_ms(lease)
+        return _claimed(self.client.call("queue_claim", self.keys, (count, lease_ms, PROMOTE_LIMIT)))
 
     def complete(self, jobs: Job | Sequence[Job], *, claim: int = 0, lease: float | None = None) -> Batch:
         """Complete ``jobs`` (payloads deleted) and, when ``claim`` > 0, claim the next
@@ -268,18 +300,21 @@ class Queue:
         lease was lost, the others are still completed, nothing is claimed and
         :class:`LeaseLost` lists the lost jobs.
         """
-        jobs = [jobs] if isinstance(jobs, Job) else jobs
-        if not jobs:
-            return self.claim(claim, lease=lease) if claim else Batch()
-        _check_batch(len(jobs), "jobs per complete")
-        if claim:
-            _check_batch(claim, "claim")
-        args: list[int | bytes] = [self.keep_completed, claim, self._lease_ms(lease), PROMOTE_LIMIT]
-        args += [job.member for job in jobs]
-        lost, claimed = self._call("queue_complete", args)
+        jobs = (jobs,) if isinstance(jobs, Job) else jobs
+        if not 1 <= len(jobs) <= MAX_BATCH:
+            if not jobs:
+                return self.claim(claim, lease=lease) if claim else Batch()
+            raise _batch_error(len(jobs), "jobs per complete")
+        if not 0 <= claim <= MAX_BATCH:
+            raise _batch_error(claim, "claim")
+        lease_ms = self._default_lease_ms if lease is None else self._lease_ms(lease)
+        args: list[int | bytes] = [self.keep_completed, claim, lease_ms, PROMOTE_LIMIT]
+        for job in jobs:  # a loop, not a list comprehension: no function frame per call
+            args.append(job.member)
+        lost, claimed = self.client.call("queue_complete", self.keys, args)
         if lost:
             raise LeaseLost([jobs[i - 1] for i in lost])
-        return self._batch(claimed) if claim else Batch()
+        return _claimed(claimed) if claim else Batch()
 
     def fail(
         self, job: Job, error: str | BaseException = "", *, retry_in: float | None = None, dead: bool = False
@@ -292,7 +327,7 @@ class Queue:
         else:
             delay = _ms(self.retry_delay(job.attempt) if retry_in is None else retry_in)
         text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
-        outcome = self._call("queue_fail", (job.member, delay, text[:ERROR_LIMIT]))
+        outcome = self.client.call("queue_fail", self.keys, (job.member, delay, text[:ERROR_LIMIT]))
         if outcome == 0:
             raise LeaseLost([job])
         return bool(outcome == 1)
@@ -310,7 +345,8 @@ class Queue:
         lost: list[Job] = []
         for start in range(0, len(jobs), MAX_BATCH):
             chunk = jobs[start : start + MAX_BATCH]
-            _now, *gone = self._call("queue_extend", (lease_ms, *(job.member for job in chunk)))
+            args = (lease_ms, *(job.member for job in chunk))
+            _now, *gone = self.client.call("queue_extend", self.keys, args)
             for index in gone:
                 chunk[index - 1].lost = True
                 lost.append(chunk[index - 1])
@@ -319,8 +355,9 @@ class Queue:
     def recover(self, limit: int = MAX_BATCH) -> Recovered:
         """Return up to ``limit`` expired leases to ready, or dead-letter those that used
         ``max_attempts``. Three server commands when nothing expired."""
-        _check_batch(limit, "limit")
-        requeued, dead, more = self._call("queue_recover", (limit, self.max_attempts))
+        if not 1 <= limit <= MAX_BATCH:
+            raise _batch_error(limit, "limit")
+        requeued, dead, more = self.client.call("queue_recover", self.keys, (limit, self.max_attempts))
         return Recovered(requeued, dead, bool(more))
 
     def wait(self, timeout: float, *, interrupt: str | None = None) -> bool:
@@ -361,9 +398,11 @@ class Queue:
         chosen = () if ids is None else tuple(ids)
         if ids is not None and not chosen:
             return 0
-        _check_batch(len(chosen) or limit, "dead jobs per call")
+        size = len(chosen) or limit
+        if not 1 <= size <= MAX_BATCH:
+            raise _batch_error(size, "dead jobs per call")
         age = -1 if older_than is None else _ms(older_than)
-        return self._call("queue_dead", (op, len(chosen) or limit, age, *chosen))
+        return self.client.call("queue_dead", self.keys, (op, size, age, *chosen))
 
     def stats(self) -> QueueStats:
         """Job counts, read in one round trip (not a snapshot across the four states)."""
@@ -382,11 +421,3 @@ class Queue:
         if lease_ms < 1:
             raise ValueError("lease must be at least 1 ms")
         return lease_ms
-
-    @staticmethod
-    def _batch(reply: list[Any]) -> Batch:
-        now, next_due, *leases = reply
-        if not leases:
-            return Batch((), None if next_due == -1 else max(0.0, (float(next_due) - now) / 1000))
-        pairs = zip(leases[::2], leases[1::2], strict=True)
-        return Batch([Job.from_lease(member, payload) for member, payload in pairs])

@@ -50,7 +50,7 @@ class Heartbeat:
             held = self._held.setdefault(queue, {})
             if not held:
                 self._due[queue] = monotonic() + queue.lease / 3
-            held.update((job.member, job) for job in jobs)
+            held.update({job.member: job for job in jobs})
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="fastlock-heartbeat", daemon=True)
                 self._thread.start()
