@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import enum
 import hashlib
+import json
+from typing import Any
 
 import pytest
 
@@ -17,6 +20,43 @@ def test_canonical_form_is_sorted_compact_utf8_json() -> None:
     )
     assert canonical("report") == b'["report",null,null]'
     assert canonical("r", None, (1, 2)) == canonical("r", None, [1, 2])
+
+
+class Color(enum.IntEnum):
+    RED = 1
+
+
+class Text(str):
+    pass
+
+
+def _json(args: Any) -> bytes:
+    """The documented canonical form, spelled with json.dumps."""
+    return json.dumps(
+        ["n", "q", args], sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode()
+
+
+def _outcome(encode: Any, args: Any) -> Any:
+    try:
+        return encode(args)
+    except Exception as exc:  # noqa: BLE001 - compared, not handled
+        return type(exc), str(exc)
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["c-encoder", "public-encoder"])
+def test_canonical_form_is_json_dumps_for_any_value(fast: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not fast:
+        monkeypatch.setattr(fastlock.digest, "_ENCODE", None)
+    cyclic: list[Any] = [1]
+    cyclic.append(cyclic)
+    values = [
+        None, True, 0, -(10**30), 1.5, 1e100, "a\"\\\n\x00\u2028é", Text("t"), Color.RED, [], {}, (),
+        [1, "x", None, False], {"b": [1, {"d": 2, "c": (3,)}], "a": 1.25}, {2: "x", 1: "y"},
+        float("nan"), [float("inf")], {"a": object()}, {1: 1, "a": 2}, cyclic,
+    ]  # fmt: skip
+    for args in values:
+        assert _outcome(lambda a: canonical("n", "q", a), args) == _outcome(_json, args), args
 
 
 def test_golden_digests() -> None:

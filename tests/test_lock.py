@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from typing import Any
@@ -48,6 +49,23 @@ def test_default_job_id_and_context_manager(client: Any) -> None:
     assert not lock.locked()
     with pytest.raises(LockNotOwnedError), lock:
         client.locks.delete(lock.digest)
+
+
+def test_default_job_ids_are_unique_across_objects_and_forked_processes() -> None:
+    locks = fastlock.LockManager(fastlock.Client("redis://127.0.0.1:1"))  # no connection is made
+    ids = {locks.lock("x").job_id for _ in range(1000)}
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child reports its first ids and exits
+        os.write(write, " ".join(locks.lock("x").job_id for _ in range(3)).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        child = pipe.read().split()
+    os.waitpid(pid, 0)
+    ids |= {locks.lock("x").job_id for _ in range(3)}
+    assert len(ids) == 1003 and len(child) == 3 and not ids & set(child)
+    assert all(len(job_id) == 32 for job_id in ids | set(child))
 
 
 def test_limit_admits_that_many_holders(client: Any) -> None:

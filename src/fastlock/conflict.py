@@ -110,7 +110,7 @@ def resolve_strategy(
     spec: StrategySpec | Mapping[str, StrategySpec], side: str, registry: Mapping[str, Strategy]
 ) -> Strategy | None:
     """The strategy for ``side`` named or given by ``spec``; ``None`` drops conflicts silently."""
-    if isinstance(spec, Mapping):
+    if not isinstance(spec, str) and isinstance(spec, Mapping):  # str first: no ABC check for names
         unknown = set(spec) - set(SIDES)
         if unknown:
             raise ValueError(f"on_conflict sides are {SIDES}, not {sorted(unknown)}")

@@ -14,10 +14,11 @@ apply the type's semantics; see ``docs/locks.md`` for the table.
 from __future__ import annotations
 
 import enum
+import itertools
 import logging
 import math
+import os
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -51,6 +52,8 @@ class LockType(str, enum.Enum):  # noqa: UP042 - StrEnum needs Python 3.11
     @classmethod
     def parse(cls, value: str | LockType) -> LockType:
         """A type from its name or one of sidekiq-unique-jobs' aliases."""
+        if type(value) is str and value in _BY_NAME:
+            return _BY_NAME[value]
         try:
             return cls(_ALIASES.get(str(value), value))
         except ValueError:
@@ -60,17 +63,24 @@ class LockType(str, enum.Enum):  # noqa: UP042 - StrEnum needs Python 3.11
     @property
     def queued(self) -> bool:
         """True when the type locks at enqueue time (the digest's queue scope)."""
-        return self not in (LockType.WHILE_EXECUTING, LockType.WHILE_EXECUTING_REJECT)
+        return self is not _WHILE_EXECUTING and self is not _WHILE_EXECUTING_REJECT
 
     @property
     def runtime(self) -> bool:
         """True when the type locks while the job runs (the digest's ``:run`` scope)."""
-        return self in (
-            LockType.WHILE_EXECUTING,
-            LockType.WHILE_EXECUTING_REJECT,
-            LockType.UNTIL_AND_WHILE_EXECUTING,
+        return (
+            self is _WHILE_EXECUTING or self is _WHILE_EXECUTING_REJECT or self is _UNTIL_AND_WHILE_EXECUTING
         )
 
+
+# The members as globals: an attribute of an Enum class is slow to read (its metaclass has
+# __getattr__), and the hot paths compare types.
+_UNTIL_EXECUTING = LockType.UNTIL_EXECUTING
+_UNTIL_EXECUTED = LockType.UNTIL_EXECUTED
+_UNTIL_EXPIRED = LockType.UNTIL_EXPIRED
+_WHILE_EXECUTING = LockType.WHILE_EXECUTING
+_WHILE_EXECUTING_REJECT = LockType.WHILE_EXECUTING_REJECT
+_UNTIL_AND_WHILE_EXECUTING = LockType.UNTIL_AND_WHILE_EXECUTING
 
 _ALIASES = {
     "while_enqueued": "until_executing",
@@ -81,6 +91,10 @@ _ALIASES = {
     "around_perform": "while_executing",
     "while_busy": "while_executing",
     "while_working": "while_executing",
+}
+_BY_NAME = {  # parse's fast path: every name and alias to its type
+    **{kind.value: kind for kind in LockType},
+    **{alias: LockType(name) for alias, name in _ALIASES.items()},
 }
 
 
@@ -121,6 +135,19 @@ def _token(reply: Any) -> int | None:
     return reply if type(reply) is int else None
 
 
+def _new_job_ids() -> None:
+    """Start this process's default job ids: a random 64-bit prefix, then a counter (32 hex
+    digits in all); a forked child starts its own."""
+    global _next_job_id
+    prefix, count = os.urandom(8).hex(), itertools.count()
+    _next_job_id = lambda: f"{prefix}{next(count):016x}"  # noqa: E731
+
+
+_next_job_id: Callable[[], str]
+_new_job_ids()
+os.register_at_fork(after_in_child=_new_job_ids)
+
+
 class Scope:
     """The keys of one lock scope (queue-time ``<digest>`` or runtime ``<digest>:run``):
     ``keys`` is what its scripts take (bucket index, counter, changelog, wake list, slots)."""
@@ -140,9 +167,28 @@ class Lock:
 
     Every object acting on one digest must use the same ``type`` and ``limit`` (they are
     part of the job's definition, as in sidekiq-unique-jobs). ``job_id`` is the default
-    holder id of this object (random if omitted): one object is one holder unless job ids
+    holder id of this object (unique if omitted): one object is one holder unless job ids
     are passed explicitly.
     """
+
+    __slots__ = (
+        "_flags",
+        "_main_scope",
+        "_queue_scope",
+        "_queued",
+        "_run",
+        "_runtime_scope",
+        "_strategies",
+        "_ttl_ms",
+        "digest",
+        "job_id",
+        "limit",
+        "manager",
+        "name",
+        "timeout",
+        "ttl",
+        "type",
+    )
 
     def __init__(
         self,
@@ -157,10 +203,10 @@ class Lock:
         job_id: str | None = None,
         on_conflict: StrategySpec | Mapping[str, StrategySpec] = None,
     ) -> None:
-        self.type = LockType.parse(type)
+        kind = self.type = type if isinstance(type, LockType) else LockType.parse(type)
         if ttl is not None and not ttl > 0:
             raise ValueError(f"ttl must be positive seconds or None, not {ttl!r}")
-        if self.type is LockType.UNTIL_EXPIRED and ttl is None:
+        if kind is _UNTIL_EXPIRED and ttl is None:
             raise ValueError("an until_expired lock needs a ttl")
         if not timeout >= 0:
             raise ValueError(f"timeout must be >= 0 seconds, not {timeout!r}")
@@ -172,21 +218,46 @@ class Lock:
         self.ttl = ttl
         self.timeout = timeout
         self.limit = limit
-        self.job_id = job_id or uuid.uuid4().hex
-        self._ttl_ms = 0 if ttl is None else max(1, round(ttl * 1000))
+        self.job_id = job_id or _next_job_id()
+        self._ttl_ms = 0 if ttl is None else (round(ttl * 1000) or 1)
         self._flags = manager.flags
         self._run = manager.run
-        self._queue = manager.scope(digest, "", limit)
-        self._runtime = manager.scope(digest, ":run", limit)
-        self._scope = self._queue if self.type.queued else self._runtime
-        forced = "reject" if self.type is LockType.WHILE_EXECUTING_REJECT else None
-        self._strategies: dict[str, Strategy | None] = {}
-        if self.type.queued:
-            self._strategies["enqueue"] = resolve_strategy(on_conflict, "enqueue", manager.strategies)
-        if self.type.runtime:
-            self._strategies["execute"] = resolve_strategy(
-                forced or on_conflict, "execute", manager.strategies
-            )
+        self._queued = kind.queued
+        # the scopes' keys, built on first use (_main_scope: the queue-time one if queued)
+        self._queue_scope: Scope | None = None
+        self._runtime_scope: Scope | None = None
+        self._main_scope: Scope | None = None
+        self._strategies: dict[str, Strategy | None] = {}  # by side; a missing side: None
+        forced = "reject" if kind is _WHILE_EXECUTING_REJECT else None
+        if on_conflict is not None or forced:
+            if self._queued:
+                self._strategies["enqueue"] = resolve_strategy(on_conflict, "enqueue", manager.strategies)
+            if kind.runtime:
+                self._strategies["execute"] = resolve_strategy(
+                    forced or on_conflict, "execute", manager.strategies
+                )
+
+    @property
+    def _queue(self) -> Scope:
+        scope = self._queue_scope
+        if scope is None:
+            scope = self._queue_scope = self.manager.scope(self.digest, "", self.limit)
+        return scope
+
+    @property
+    def _runtime(self) -> Scope:
+        scope = self._runtime_scope
+        if scope is None:
+            scope = self._runtime_scope = self.manager.scope(self.digest, ":run", self.limit)
+        return scope
+
+    @property
+    def _scope(self) -> Scope:
+        """The scope that acquire, release, extend and holders act on."""
+        scope = self._main_scope
+        if scope is None:
+            scope = self._main_scope = self._queue if self._queued else self._runtime
+        return scope
 
     # --- primitives -------------------------------------------------------------------
 
@@ -199,11 +270,12 @@ class Lock:
         ``blocking=False`` never waits. A job that already holds the lock gets its token back.
         """
         wait = self._wait(blocking, timeout)
-        return _token(self._take(self._scope, job_id or self.job_id, wait))
+        scope = self._main_scope or self._scope  # the attribute first: no property call once built
+        return _token(self._take(scope, job_id or self.job_id, wait))
 
     def release(self, job_id: str | None = None) -> int | None:
         """Release what ``job_id`` holds: the fencing token freed, or ``None`` if it held nothing."""
-        return self._release(self._scope, job_id or self.job_id)
+        return self.manager.release_scope(self._main_scope or self._scope, job_id or self.job_id)
 
     def extend(self, job_id: str | None = None, ttl: float | None = None) -> int | None:
         """Reset the expiry of ``job_id``'s slot to ``ttl`` seconds (default: the lock's):
@@ -250,7 +322,7 @@ class Lock:
     def enqueue(self, job_id: str, *, job: Any = None) -> bool:
         """Producer side: take the queue-time lock the type asks for. True means enqueue the
         job; on a conflict the enqueue-side strategy runs (a token it returns counts as taken)."""
-        if not self.type.queued:
+        if not self._queued:
             return True
         reply = self._take(self._queue, job_id, 0.0)
         if type(reply) is int:
@@ -268,23 +340,23 @@ class Lock:
         queue-time lock for the runtime lock in one script and re-locks if ``fn`` raises.
         """
         kind = self.type
-        if kind is LockType.UNTIL_EXECUTED:
+        if kind is _UNTIL_EXECUTED:
             result = fn()
-            if self._release(self._queue, job_id) is None:
+            if self.manager.release_scope(self._queue, job_id) is None:
                 logger.warning(
                     "job %s finished without holding lock %s (expired or deleted)", job_id, self.digest
                 )
             return result
-        if kind is LockType.UNTIL_EXPIRED:
+        if kind is _UNTIL_EXPIRED:
             return fn()
-        if kind is LockType.UNTIL_EXECUTING:
-            self._release(self._queue, job_id)
+        if kind is _UNTIL_EXECUTING:
+            self.manager.release_scope(self._queue, job_id)
             try:
                 return fn()
             except BaseException:
                 self._take(self._queue, job_id, 0.0)
                 raise
-        handoff = kind is LockType.UNTIL_AND_WHILE_EXECUTING
+        handoff = kind is _UNTIL_AND_WHILE_EXECUTING
         reply = self._take(self._runtime, job_id, self.timeout, handoff=handoff)
         if type(reply) is not int:
             return self._conflict("execute", self._runtime, job_id, reply, job)
@@ -295,7 +367,7 @@ class Lock:
                 self._take(self._queue, job_id, 0.0)
             raise
         finally:
-            self._release(self._runtime, job_id)
+            self.manager.release_scope(self._runtime, job_id)
 
     # --- internals --------------------------------------------------------------------
 
@@ -306,9 +378,6 @@ class Lock:
         if blocking and not wait > 0:
             raise LockError("a blocking acquire needs a timeout > 0 seconds (math.inf waits for ever)")
         return wait
-
-    def _release(self, scope: Scope, job_id: str) -> int | None:
-        return self.manager.release_scope(scope, job_id)
 
     def _attempt(self, scope: Scope, job_id: str, flags: int, handoff: bool) -> Any:
         """One acquire script call, re-sent once if its reply was lost (acquire is idempotent)."""
@@ -348,7 +417,7 @@ class Lock:
                 return reply
 
     def _conflict(self, side: str, scope: Scope, job_id: str, reply: list[Any], job: Any) -> Any:
-        strategy = self._strategies[side]
+        strategy = self._strategies.get(side)
         if strategy is None:
             return None
         conflict = Conflict(
@@ -357,7 +426,7 @@ class Lock:
             side,
             tuple(holder.decode() for holder in reply[1:]),
             job,
-            _evict=lambda holder: self._release(scope, holder),
+            _evict=lambda holder: self.manager.release_scope(scope, holder),
             _retry=lambda: _token(self._take(scope, job_id, 0.0)),
         )
         return strategy(conflict)

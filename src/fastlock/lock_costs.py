@@ -36,10 +36,11 @@ def lifecycle(manager: LockManager, kind: LockType, ttl: float = 60.0) -> Callab
 
     def run() -> None:
         n = next(jobs)
+        job_id = f"job-{n}"
         producer = manager.lock(name, args=[n], type=kind, ttl=ttl)
         worker = manager.lock(name, args=[n], type=kind, ttl=ttl)
-        producer.enqueue(f"job-{n}")
-        worker.execute(f"job-{n}", _job)
+        producer.enqueue(job_id)
+        worker.execute(job_id, _job)
 
     return run
 

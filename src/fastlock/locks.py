@@ -19,6 +19,7 @@ hash tag (``app:{locks}``) wins: everything then shares that one slot.
 from __future__ import annotations
 
 import fnmatch
+import functools
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["ChangelogEntry", "LockEntry", "LockManager"]
 
 _BUCKETS_PER_CALL = 256
+_SCOPES_CACHED = 1024  # scopes (key sets) kept per manager, least recently used dropped first
 
 
 @dataclass(frozen=True)
@@ -112,6 +114,7 @@ class LockManager:
         self.strategies: dict[str, Strategy] = {**STRATEGIES, **(strategies or {})}
         self._tagged = hash_tag(prefix.encode()) != prefix.encode()
         self.run = client.call
+        self._scopes = functools.lru_cache(maxsize=_SCOPES_CACHED)(self._new_scope)
 
     # --- locks ------------------------------------------------------------------------
 
@@ -160,10 +163,16 @@ class LockManager:
         return f"{prefix}:idx", f"{prefix}:seq", f"{prefix}:log"
 
     def scope(self, digest: str, suffix: str, limit: int) -> Scope:
-        """The keys of ``digest``'s queue-time (``suffix=""``) or runtime (``":run"``) scope."""
+        """The keys of ``digest``'s queue-time (``suffix=""``) or runtime (``":run"``) scope
+        (the recently used ones are cached)."""
+        return self._scopes(digest, suffix, limit)
+
+    def _new_scope(self, digest: str, suffix: str, limit: int) -> Scope:
         bucket = self.bucket(digest)
         base = f"{self._bucket_prefix(bucket)}:{digest}{suffix}"
-        slots = [base, *(f"{base}:{i}" for i in range(1, limit))]
+        slots = [base]
+        if limit > 1:
+            slots += [f"{base}:{i}" for i in range(1, limit)]
         return Scope(digest + suffix, self.bucket_keys(bucket), f"{base}:w", slots)
 
     def release_scope(self, scope: Scope, job_id: str, token: str | int = "") -> int | None:
