@@ -159,25 +159,30 @@ class Client:
     def _after_failure(
         self, conn: Any, exc: BaseException, op: Callable[..., Any], args: tuple[Any, ...]
     ) -> Any:
-        """Keep the connection after an error reply or a refused argument, discard it after
-        anything else; retry once on a fresh connection only if nothing was sent."""
-        if not isinstance(exc, (*_KEEP_CONNECTION, ConnectionError)):
-            conn.close()  # interrupted mid-command: the stream is out of step
-        self._pool.put(conn)
+        """Hand the connection back after ``exc``; retry once on a fresh connection only if
+        nothing was sent."""
+        self._release_after(conn, exc)
         if isinstance(exc, ConnectionError) and not exc.sent:
             return self._run_once_more(op, args)
         raise exc
 
+    def _release_after(self, conn: Any, exc: BaseException) -> None:
+        """Return ``conn`` to the pool after ``exc``: kept after an error reply or a refused
+        argument (or already closed by the core after a ConnectionError), closed after
+        anything else: interrupted mid-command, the stream is out of step."""
+        if not isinstance(exc, (*_KEEP_CONNECTION, ConnectionError)):
+            conn.close()
+        self._pool.put(conn)
+
     def _run_once_more(self, op: Callable[..., Any], args: tuple[Any, ...]) -> Any:
         conn = self._pool.get()
         try:
-            return op(conn, *args)
+            result = op(conn, *args)
         except BaseException as exc:
-            if not isinstance(exc, (*_KEEP_CONNECTION, ConnectionError)):
-                conn.close()
+            self._release_after(conn, exc)
             raise
-        finally:
-            self._pool.put(conn)
+        self._pool.put(conn)
+        return result
 
     def execute(self, *args: Any) -> Any:
         """Run one command, e.g. ``client.execute("SET", "k", 1)``; error replies raise."""

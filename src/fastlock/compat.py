@@ -5,20 +5,21 @@ from __future__ import annotations
 import ssl
 from typing import Any
 
+from .connection import tls_context
+
 __all__ = ["params_from_redis"]
 
 
 def _tls_context(kwargs: dict[str, Any]) -> ssl.SSLContext:
-    context = ssl.create_default_context(cafile=kwargs.get("ssl_ca_certs"), capath=kwargs.get("ssl_ca_path"))
-    if kwargs.get("ssl_certfile"):
-        context.load_cert_chain(kwargs["ssl_certfile"], kwargs.get("ssl_keyfile"), kwargs.get("ssl_password"))
-    reqs = kwargs.get("ssl_cert_reqs", "required")
-    if reqs in (None, "none", ssl.CERT_NONE):
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    elif not kwargs.get("ssl_check_hostname", True):
-        context.check_hostname = False
-    return context
+    return tls_context(
+        ca_certs=kwargs.get("ssl_ca_certs"),
+        ca_path=kwargs.get("ssl_ca_path"),
+        certfile=kwargs.get("ssl_certfile"),
+        keyfile=kwargs.get("ssl_keyfile"),
+        password=kwargs.get("ssl_password"),
+        verify=kwargs.get("ssl_cert_reqs", "required") not in (None, "none", ssl.CERT_NONE),
+        check_hostname=bool(kwargs.get("ssl_check_hostname", True)),
+    )
 
 
 def params_from_redis(redis_client: Any) -> dict[str, Any]:

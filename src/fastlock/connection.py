@@ -17,7 +17,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 from .exceptions import ConnectionError, ResponseError, TimeoutError
 
-__all__ = ["ConnectionParams", "open_connection", "parse_url"]
+__all__ = ["ConnectionParams", "open_connection", "parse_url", "tls_context"]
 
 DEFAULT_URL = "redis://127.0.0.1:6379/0"
 
@@ -46,16 +46,37 @@ class ConnectionParams:
         return f"{scheme}://{self.host}:{self.port}/{self.db}"
 
 
-def _tls_context(query: dict[str, str]) -> ssl.SSLContext:
-    context = ssl.create_default_context(cafile=query.get("ssl_ca_certs"))
-    if "ssl_certfile" in query:
-        context.load_cert_chain(query["ssl_certfile"], query.get("ssl_keyfile"))
-    if query.get("ssl_cert_reqs", "required").lower() == "none":
+def tls_context(
+    *,
+    ca_certs: str | None = None,
+    ca_path: str | None = None,
+    certfile: str | None = None,
+    keyfile: str | None = None,
+    password: str | None = None,
+    verify: bool = True,
+    check_hostname: bool = True,
+) -> ssl.SSLContext:
+    """The TLS context of a ``rediss://`` connection (URL options and redis-py settings
+    both end here): the CA bundle, an optional client certificate, and verification."""
+    context = ssl.create_default_context(cafile=ca_certs, capath=ca_path)
+    if certfile:
+        context.load_cert_chain(certfile, keyfile, password)
+    if not verify:
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
-    elif query.get("ssl_check_hostname", "true").lower() in ("false", "0", "no"):
+    elif not check_hostname:
         context.check_hostname = False
     return context
+
+
+def _url_tls_context(query: dict[str, str]) -> ssl.SSLContext:
+    return tls_context(
+        ca_certs=query.get("ssl_ca_certs"),
+        certfile=query.get("ssl_certfile"),
+        keyfile=query.get("ssl_keyfile"),
+        verify=query.get("ssl_cert_reqs", "required").lower() != "none",
+        check_hostname=query.get("ssl_check_hostname", "true").lower() not in ("false", "0", "no"),
+    )
 
 
 def _seconds(value: str) -> float | None:
@@ -86,7 +107,7 @@ def parse_url(url: str = DEFAULT_URL, **overrides: Any) -> ConnectionParams:
         if db_path:
             fields["db"] = int(db_path)
         if parts.scheme == "rediss":
-            fields["ssl_context"] = _tls_context(query)
+            fields["ssl_context"] = _url_tls_context(query)
     else:
         raise ValueError(f"unsupported URL scheme {parts.scheme!r}: use redis://, rediss:// or unix://")
     if "db" in query:
