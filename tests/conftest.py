@@ -17,10 +17,15 @@ from harness.servers import (
     find_binaries,
     tls_supported,
 )
+from harness.skips import SkipAudit
 
 EXTERNAL_URL = os.environ.get("FASTLOCK_TEST_URL")
 BINARIES = find_binaries()
 ENV_VARS = ("FASTLOCK_TEST_URL", "FASTLOCK_REDIS_SERVER", "FASTLOCK_VALKEY_SERVER")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(SkipAudit(), "fastlock-skip-audit")
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
@@ -32,7 +37,10 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
         if path is None:
             lines.append(f"  {flavour}: SKIPPED: {why}")
         else:
-            tls = "tls" if tls_supported(path) else "no tls"
+            try:
+                tls = "tls" if tls_supported(path) else "no tls (built without TLS)"
+            except ServerError as exc:
+                tls = f"TLS BROKEN, its tests will fail: {exc}"
             lines.append(f"  {flavour}: {path} ({why}) v{binary_version(path)}, {tls}")
     return lines
 

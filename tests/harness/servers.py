@@ -66,13 +66,23 @@ def binary_version(binary: str) -> str:
     return match.group(1) if match else out.strip()
 
 
+class TlsUnsupportedError(ServerError):
+    """The server binary was built without TLS (it says so when asked to serve TLS)."""
+
+
+_NO_TLS = re.compile(
+    r"Failed finding TLS support|not compiled with TLS|TLS is not supported|Bad directive.*tls"
+)
+
+
 @functools.cache
 def tls_supported(binary: str) -> bool:
-    """True when `binary` can serve TLS (checked by really starting a TLS server)."""
+    """True when `binary` serves TLS, False when it was built without TLS (by really starting a
+    TLS server). Any other failure, such as a failed handshake, raises: it is a bug, not a skip."""
     try:
         with TempServer(binary, "probe", tls=True):
             return True
-    except ServerError:
+    except TlsUnsupportedError:
         return False
 
 
@@ -320,11 +330,16 @@ class TempServer:
                 log = self._log_tail(log_offset)
                 if "Address already in use" in log:
                     raise _PortClash(log)
+                if self.tls and _NO_TLS.search(log):
+                    raise TlsUnsupportedError(f"{self.binary} is built without TLS:\n{log}")
                 raise ServerError(f"{self.flavour} server exited during startup:\n{log}")
             try:
                 # unix first: that socket is surely ours, so a PONG on TCP cannot come from a port squatter
                 if self.raw_command("PING", unix=True) == self.raw_command("PING") == b"+PONG\r\n":
                     return
+            except ssl.SSLError as exc:
+                self.kill()
+                raise ServerError(f"TLS handshake with {self.flavour} server failed: {exc}") from exc
             except (OSError, ServerError):
                 pass
             if time.monotonic() > deadline:
@@ -345,14 +360,23 @@ class TempServer:
         return "\n".join(text.splitlines()[-lines:])
 
     def _make_certs(self) -> None:
-        """CA, a server cert for 127.0.0.1/localhost and a client cert, all EC P-256 (fast to generate)."""
-        d = str(self._dir)
+        """A CA, a server cert for 127.0.0.1/localhost and a client cert, all EC P-256 (fast to
+        generate), with the extensions a strict verifier (Python 3.13's ``VERIFY_X509_STRICT``)
+        requires: critical basic constraints and key usage, SAN, subject and authority key ids."""
+        d = Path(self._dir or "")
         key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        (d / "ca.cnf").write_text(
+            "[req]\ndistinguished_name = dn\nx509_extensions = ca\n[dn]\n[ca]\n"
+            "basicConstraints = critical, CA:TRUE\nkeyUsage = critical, keyCertSign, cRLSign\n"
+            "subjectKeyIdentifier = hash\nauthorityKeyIdentifier = keyid:always\n"
+        )
         _openssl(
             "req",
             "-x509",
             "-new",
             *key,
+            "-config",
+            "ca.cnf",
             "-keyout",
             "ca.key",
             "-out",
@@ -361,10 +385,17 @@ class TempServer:
             "2",
             "-subj",
             "/CN=fastlock test CA",
-            cwd=d,
+            cwd=str(d),
         )
-        Path(d, "server.ext").write_text("subjectAltName=IP:127.0.0.1,DNS:localhost\n")
-        for name, ext in (("server", ["-extfile", "server.ext"]), ("client", [])):
+        for name, usage, san in (
+            ("server", "serverAuth", "IP:127.0.0.1, DNS:localhost"),
+            ("client", "clientAuth", "DNS:fastlock-client"),
+        ):
+            (d / f"{name}.ext").write_text(
+                "basicConstraints = critical, CA:FALSE\nkeyUsage = critical, digitalSignature\n"
+                f"extendedKeyUsage = {usage}\nsubjectAltName = {san}\n"
+                "subjectKeyIdentifier = hash\nauthorityKeyIdentifier = keyid:always\n"
+            )
             _openssl(
                 "req",
                 "-new",
@@ -375,7 +406,7 @@ class TempServer:
                 f"{name}.csr",
                 "-subj",
                 f"/CN=fastlock-{name}",
-                cwd=d,
+                cwd=str(d),
             )
             _openssl(
                 "x509",
@@ -392,8 +423,9 @@ class TempServer:
                 "2",
                 "-out",
                 f"{name}.crt",
-                *ext,
-                cwd=d,
+                "-extfile",
+                f"{name}.ext",
+                cwd=str(d),
             )
 
     # ---- talking to it
