@@ -93,7 +93,8 @@ class ConnectionError(FastlockError, builtins.ConnectionError):
     """The connection failed or was lost; it has been discarded.
 
     ``sent`` tells whether any byte of the failed command left the client. When it is
-    ``True`` the server may have executed the command; fastlock never resends it.
+    ``True`` the server may have executed the command; fastlock sends it again only if it
+    is idempotent (docs/delivery.md lists each case).
     """
 
     def __init__(self, message: str, *, sent: bool = False) -> None:
