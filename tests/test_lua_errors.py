@@ -314,3 +314,5 @@ def test_errors_pickle_with_their_fields(script: Script) -> None:
     assert str(busy) == "script main: server still busy after 1.500 s: BUSY Redis is busy running a script."
     plain = pickle.loads(pickle.dumps(response_error("NOSCRIPT No matching script.")))
     assert type(plain) is fastlock.NoScriptError
+    replica = pickle.loads(pickle.dumps(response_error(f"READONLY {REPLICA} script: on @user_script:2.")))
+    assert type(replica) is READONLY and (replica.code, replica.rendered_line) == ("READONLY", 2)

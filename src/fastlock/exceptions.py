@@ -474,11 +474,11 @@ def parse(text: str) -> Failure | None:
         rest = match["rest"]
         if inner := _LUA_POSITION.match(rest):
             return Failure(LuaRaisedError, "ERR", inner["message"], int(inner["line"]))
-        if inner := _V6_PUSHED.match(rest):
+        if inner := _V6_PUSHED.match(rest):  # always a refusal: ERR unless its text has a code
             code, message = _split_code(inner["message"])
-            if code in COMMAND_ERROR_CODES:
-                return _classified(code, message, int(inner["line"]))
-            return Failure(LuaCommandError, "ERR", inner["message"], int(inner["line"]))
+            if code not in COMMAND_ERROR_CODES:
+                code, message = "ERR", inner["message"]
+            return _classified(code, message, int(inner["line"]))
         return _classified(*_split_code(rest), outer)
     if match := _SUFFIX.search(text):
         code, message = _split_code(text[: match.start()])
