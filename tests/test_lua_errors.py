@@ -12,14 +12,17 @@ from pathlib import Path
 import pytest
 
 import fastlock
-from fastlock.exceptions import response_error
-from fastlock.lua_errors import Failure, context_block, lua_error, parse
+from fastlock.exceptions import Failure, parse, response_error
+from fastlock.lua_errors import context_block, lua_error
 from fastlock.scripts import Script, ScriptRegistry
 from fastlock.templates import SourceFile
 
 SHA = "82903a0434f1503e152f89c03c9acd881a0e8150"
 RAISED, COMMAND, COMPILE = fastlock.LuaRaisedError, fastlock.LuaCommandError, fastlock.LuaCompileError
+WRONG, READONLY, OOM = fastlock.LuaWrongTypeError, fastlock.LuaReadOnlyError, fastlock.LuaOutOfMemoryError
 WRONGTYPE = "Operation against a key holding the wrong kind of value"
+REPLICA = "You can't write against a read only replica."
+MAXMEMORY = "command not allowed when used memory > 'maxmemory'."
 
 PARSED = {
     "redis6 error()": (
@@ -28,7 +31,7 @@ PARSED = {
     ),
     "redis6 WRONGTYPE": (
         f"ERR Error running script (call to f_{SHA}): @user_script:3: WRONGTYPE {WRONGTYPE} ",
-        Failure(COMMAND, "WRONGTYPE", WRONGTYPE, 3),
+        Failure(WRONG, "WRONGTYPE", WRONGTYPE, 3),
     ),
     "redis6 unknown command": (
         f"ERR Error running script (call to f_{SHA}): @user_script:2: @user_script: 2: "
@@ -70,7 +73,38 @@ PARSED = {
     ),
     "redis7 WRONGTYPE": (
         f"WRONGTYPE {WRONGTYPE} script: {SHA}, on @user_script:2.",
-        Failure(COMMAND, "WRONGTYPE", WRONGTYPE, 2),
+        Failure(WRONG, "WRONGTYPE", WRONGTYPE, 2),
+    ),
+    "redis6 READONLY pushed by redis.call (from the 6.2 source)": (
+        f"ERR Error running script (call to f_{SHA}): @user_script:2: @user_script: 2: -READONLY {REPLICA}  ",
+        Failure(READONLY, "READONLY", REPLICA, 2),
+    ),
+    "redis6 OOM pushed by redis.call (from the 6.2 source)": (
+        f"ERR Error running script (call to f_{SHA}): @user_script:1: @user_script: 1: -OOM {MAXMEMORY}  ",
+        Failure(OOM, "OOM", MAXMEMORY, 1),
+    ),
+    "redis6 no position at all": (
+        f"ERR Error running script (call to f_{SHA}): error in error handling ",
+        Failure(RAISED, "", "error in error handling", None),
+    ),
+    "redis7 READONLY": (
+        f"READONLY {REPLICA} script: {SHA}, on @user_script:2.",
+        Failure(READONLY, "READONLY", REPLICA, 2),
+    ),
+    "redis7 OOM": (
+        f"OOM {MAXMEMORY} script: {SHA}, on @user_script:1.",
+        Failure(OOM, "OOM", MAXMEMORY, 1),
+    ),
+    "redis7 NOPERM is ERR in scripts": (
+        "ERR The user executing the script can't access at least one of the keys mentioned in the "
+        f"command arguments script: {SHA}, on @user_script:1.",
+        Failure(
+            COMMAND,
+            "ERR",
+            "The user executing the script can't access at least one of the keys mentioned in the "
+            "command arguments",
+            1,
+        ),
     ),
     "redis7 unknown command": (
         f"ERR Unknown Redis command called from script script: {SHA}, on @user_script:1.",
@@ -98,7 +132,15 @@ PARSED = {
     ),
     "valkey WRONGTYPE": (
         f"WRONGTYPE {WRONGTYPE} script: on @user_script:2.",
-        Failure(COMMAND, "WRONGTYPE", WRONGTYPE, 2),
+        Failure(WRONG, "WRONGTYPE", WRONGTYPE, 2),
+    ),
+    "valkey READONLY": (
+        f"READONLY {REPLICA} script: on @user_script:2.",
+        Failure(READONLY, "READONLY", REPLICA, 2),
+    ),
+    "valkey OOM": (
+        f"OOM {MAXMEMORY} script: on @user_script:3.",
+        Failure(OOM, "OOM", MAXMEMORY, 3),
     ),
     "valkey unknown command": (
         "ERR Unknown command called from script script: on @user_script:1.",
@@ -114,7 +156,21 @@ PARSED = {
 @pytest.mark.parametrize(("text", "expected"), PARSED.values(), ids=PARSED.keys())
 def test_parse(text: str, expected: Failure) -> None:
     assert parse(text) == expected
-    assert isinstance(response_error(text), fastlock.ScriptError)
+    err = response_error(text)
+    assert type(err) is expected.error and (err.code, err.message, err.rendered_line) == expected[1:]
+    assert (err.script, err.file, err.line, str(err)) == ("", None, None, text)  # no script layer
+
+
+def test_conditions_met_inside_a_script_are_caught_by_their_class() -> None:
+    """One rule: an error's class follows its code; inside a script it is also a LuaCommandError."""
+    for lua, server, code in (
+        (READONLY, fastlock.ReadOnlyError, "READONLY"),
+        (OOM, fastlock.OutOfMemoryError, "OOM"),
+        (WRONG, fastlock.WrongTypeError, "WRONGTYPE"),
+    ):
+        assert issubclass(lua, fastlock.LuaCommandError) and issubclass(lua, server)
+        assert server.in_script is lua and type(response_error(f"{code} x")) is server
+    assert fastlock.NoScriptError.in_script is None and fastlock.ResponseError.in_script is None
 
 
 @pytest.mark.parametrize(
@@ -203,7 +259,7 @@ def test_error_inside_a_partial_points_into_the_partial(script: Script, tmp_path
 
 def test_command_error_and_positions_inside_the_message(script: Script, tmp_path: Path) -> None:
     err = rewrite(f"WRONGTYPE {WRONGTYPE} script: on @user_script:3.", script)
-    assert type(err) is fastlock.LuaCommandError and isinstance(err, fastlock.LuaError)
+    assert type(err) is fastlock.LuaWrongTypeError and isinstance(err, fastlock.WrongTypeError)
     assert (err.code, err.file, err.line) == ("WRONGTYPE", str(tmp_path / "shared" / "_owner.lua"), 2)
     assert str(err).startswith(f"script main had a command refused at {err.file}:2: WRONGTYPE {WRONGTYPE}\n")
     rethrown = rewrite("ERR user_script:9: user_script:5: not the owner script: on @user_script:9.", script)
@@ -258,3 +314,5 @@ def test_errors_pickle_with_their_fields(script: Script) -> None:
     assert str(busy) == "script main: server still busy after 1.500 s: BUSY Redis is busy running a script."
     plain = pickle.loads(pickle.dumps(response_error("NOSCRIPT No matching script.")))
     assert type(plain) is fastlock.NoScriptError
+    replica = pickle.loads(pickle.dumps(response_error(f"READONLY {REPLICA} script: on @user_script:2.")))
+    assert type(replica) is READONLY and (replica.code, replica.rendered_line) == ("READONLY", 2)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import fastlock
-from fastlock.scripts import ScriptRegistry, builtin_folder
+from fastlock.scripts import ScriptRegistry, builtin_folder, guard
 from fastlock.templates import Rendered, Resolver, SourceFile, render
 
 
@@ -58,8 +58,16 @@ def test_includes_are_pasted_once_and_mapped_back(tmp_path: Path) -> None:
     file, line = script.origin(4) or (None, 0)
     assert file is not None and file.path == str(tmp_path / "shared" / "_c.lua") and line == 1
     assert script.origin(0) is None and script.origin(8) is None
-    assert script.sha == hashlib.sha1(script.source.encode()).hexdigest()
-    assert script.body == script.source.encode() and script.meta == ()
+    assert script.sha == hashlib.sha1(script.body).hexdigest() and script.meta == ()
+    assert script.body == guard(script.source).encode()
+
+
+def test_the_guard_keeps_every_line_number() -> None:
+    source = "#!lua flags=no-writes\nlocal a = 1\nreturn a\n"
+    lines = guard(source).splitlines()
+    assert lines[0] == "#!lua flags=no-writes" and len(lines) == 4
+    assert lines[1].endswith(" local a = 1") and lines[2] == "return a" and lines[3].startswith("end ")
+    assert guard("\n").splitlines()[1].startswith("end ")
 
 
 def test_include_cycle_names_the_chain(tmp_path: Path) -> None:

@@ -1,12 +1,14 @@
 """``Client``: a pool of core connections, commands, pipelines and named Lua scripts.
 
-Retry policy: a command is resent on a fresh connection only when the failed attempt
-provably never left the client (``ConnectionError.sent`` is false). After a timeout or
-a connection lost once the command was written, the error is raised: the server may
-have run it, and only the caller can know whether running it twice is safe.
+Retry policy (the whole contract: docs/delivery.md): a command is resent on a fresh
+connection only when the failed attempt provably never left the client
+(``ConnectionError.sent`` is false). After a timeout or a connection lost once the
+command was written, the error is raised: the server may have run it, and only the
+caller can know whether running it twice is safe.
 
 Scripts (:meth:`Client.call`) run by ``EVALSHA``. A ``NOSCRIPT`` reply (restart,
-failover, ``SCRIPT FLUSH``) means the script did not run: fastlock sends ``SCRIPT LOAD``
+failover, ``SCRIPT FLUSH``) means the script did not run (a script cannot return that
+reply: :func:`fastlock.scripts.guard` raises it instead): fastlock sends ``SCRIPT LOAD``
 and ``EVALSHA`` again in one pipelined write (the whole call: 2 round trips, 3 commands),
 at most :data:`MAX_RELOADS` times per call. A ``BUSY`` reply (another script runs past
 ``busy-reply-threshold``) is retried with jittered exponential backoff until the call's

@@ -2,16 +2,18 @@
 
 Server error replies are classified by their *code word* (the first token of the
 error text, e.g. ``NOSCRIPT``), through a registry that refuses duplicate codes. An
-error raised from inside a Lua script carries the Redis 7 suffix
+error raised while a Lua script ran carries the Redis 7 suffix
 `` script: <sha>, on @user_script:<line>.`` (or the Redis 6 ``Error running script``
-wording) and becomes a :class:`ScriptError` whatever its first word is, so a script
-that raises ``"NOSCRIPT ..."`` or ``"BUSY ..."`` is never mistaken for the server
-saying so. ``NOSCRIPT`` and ``BUSY`` are recognised only in the server's own wording
-(Redis and Valkey), so a script *returning* ``redis.error_reply("NOSCRIPT x")`` cannot
-make fastlock reload and re-run it either.
+wording) and becomes a :class:`LuaError` whatever its first word is, so a script that
+raises ``"NOSCRIPT ..."`` or ``"BUSY ..."`` is never mistaken for the server saying so.
+A command the script called that the server refused for a condition with a class of
+its own (``READONLY``, ``OOM``, ``WRONGTYPE``) raises a class that is both: e.g.
+:class:`LuaReadOnlyError` is a :class:`ReadOnlyError` and a :class:`LuaCommandError`.
+``NOSCRIPT`` and ``BUSY`` are recognised only in the server's own wording (Redis and
+Valkey); a script cannot *return* them either (see :mod:`fastlock.scripts`).
 
-The script layer raises the :class:`LuaError` family (script name, original file and
-line, context) and :class:`ScriptBusyError`; template problems are
+The script layer adds the script name, the original file and line and context to a
+:class:`LuaError`, and raises :class:`ScriptBusyError`; template problems are
 :class:`TemplateError`.
 """
 
@@ -20,7 +22,7 @@ from __future__ import annotations
 import builtins
 import re
 from collections.abc import Callable
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, NamedTuple, TypeVar
 
 __all__ = [
     "ArgumentError",
@@ -42,7 +44,10 @@ __all__ = [
     "LuaCommandError",
     "LuaCompileError",
     "LuaError",
+    "LuaOutOfMemoryError",
     "LuaRaisedError",
+    "LuaReadOnlyError",
+    "LuaWrongTypeError",
     "MovedError",
     "NoPermissionError",
     "NoScriptError",
@@ -88,7 +93,8 @@ class ConnectionError(FastlockError, builtins.ConnectionError):
     """The connection failed or was lost; it has been discarded.
 
     ``sent`` tells whether any byte of the failed command left the client. When it is
-    ``True`` the server may have executed the command; fastlock never resends it.
+    ``True`` the server may have executed the command; fastlock sends it again only if it
+    is idempotent (docs/delivery.md lists each case).
     """
 
     def __init__(self, message: str, *, sent: bool = False) -> None:
@@ -110,17 +116,6 @@ class ProtocolError(FastlockError):
 
 # --- server error replies -------------------------------------------------------------
 
-# Redis 7: " script: <sha>, on @user_script:<line>."; Valkey 8+: " script: on @user_script:<line>."
-_SCRIPT_SUFFIX = re.compile(
-    r" script: (?:(?P<sha>[^,\s]+), )?on @(?:user_script|user_function):(?P<line>\d+)\.$"
-)
-_SCRIPT_V6 = re.compile(r"^ERR Error (?:running script \(|compiling (?:script \(|function:))")
-# Codes whose class is given only to the server's own wording (Redis and Valkey texts).
-_SERVER_WORDING = {
-    "NOSCRIPT": re.compile(r"NOSCRIPT No matching script\.(?: Please use EVAL\.)?$"),
-    "BUSY": re.compile(r"BUSY \w+ is busy running "),
-}
-
 
 class ResponseError(FastlockError):
     """The server answered with an error reply.
@@ -130,6 +125,8 @@ class ResponseError(FastlockError):
     """
 
     code_word: ClassVar[str] = ""
+    in_script: ClassVar[type[LuaCommandError] | None] = None
+    """The class of this error when a command called by a script meets it."""
 
     def __init__(self, text: str) -> None:
         super().__init__(text)
@@ -145,17 +142,8 @@ class ResponseError(FastlockError):
 
 
 class ScriptError(ResponseError):
-    """An error raised while a Lua script ran (by the script or by a command it called).
-
-    ``sha`` and ``line`` (in the *rendered* script) are parsed from the reply when the
-    server gives them; the script layer maps them back to the source file.
-    """
-
-    def __init__(self, text: str) -> None:
-        super().__init__(text)
-        match = _SCRIPT_SUFFIX.search(text)
-        self.sha: str | None = match["sha"] if match else None
-        self.line: int | None = int(match["line"]) if match else None
+    """An error raised while a Lua script ran (by the script or by a command it called);
+    every one fastlock reads is a :class:`LuaError`."""
 
 
 _REGISTRY: dict[str, type[ResponseError]] = {}
@@ -270,19 +258,6 @@ class ExecAbortError(ResponseError):
     """EXEC discarded the transaction because a queued command was refused."""
 
 
-def response_error(text: str | bytes) -> ResponseError:
-    """Build the typed exception for one server error reply (returned, not raised)."""
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", "replace")
-    if _SCRIPT_SUFFIX.search(text) or _SCRIPT_V6.match(text):
-        return ScriptError(text)
-    code = text.partition(" ")[0]
-    wording = _SERVER_WORDING.get(code)
-    if wording is not None and not wording.match(text):
-        return ResponseError(text)
-    return _REGISTRY.get(code, ResponseError)(text)
-
-
 # --- the script layer -----------------------------------------------------------------
 
 
@@ -318,6 +293,8 @@ class LuaError(ScriptError):
     ``message`` the error without position noise; ``context`` the lines around the failing
     one (failing line marked ``=>``). ``file``/``line`` are ``None`` when the server gave
     no position (an error *returned* with ``redis.error_reply``). ``text`` is the raw reply.
+    Read from a plain ``EVAL``/``EVALSHA`` (no script layer), only ``code``, ``message``
+    and ``rendered_line`` are known and ``str(err)`` is the raw reply.
     """
 
     kind: ClassVar[str] = "failed"
@@ -337,7 +314,7 @@ class LuaError(ScriptError):
     ) -> None:
         super().__init__(text)
         self.script = script
-        self.sha = sha or self.sha
+        self.sha = sha
         self.file = file
         self.line = line
         self.rendered_line = rendered_line
@@ -348,6 +325,8 @@ class LuaError(ScriptError):
     __reduce__ = _reduce_with_fields
 
     def __str__(self) -> str:
+        if not self.script:
+            return self.text
         where = f" at {self.file}:{self.line}" if self.file is not None else ""
         head = f"{self.code} {self.message}" if self.code else self.message
         report = f"script {self.script} {self.kind}{where}: {head}"
@@ -373,6 +352,154 @@ class LuaCompileError(LuaError):
     """The rendered script does not compile (reported by ``SCRIPT LOAD``)."""
 
     kind = "does not compile"
+
+
+_L = TypeVar("_L", bound="type[LuaCommandError]")
+
+
+def _in_script(server: type[ResponseError]) -> Callable[[_L], _L]:
+    """Register the decorated class (a :class:`LuaCommandError` and a ``server``) as the
+    class of ``server``'s code met by a command a script called."""
+
+    def register(cls: _L) -> _L:
+        if not issubclass(cls, server) or _REGISTRY.get(server.code_word) is not server or server.in_script:
+            raise RuntimeError(f"{cls.__name__}: not a subclass of {server.__name__}, or registered twice")
+        server.in_script = cls
+        return cls
+
+    return register
+
+
+@_in_script(WrongTypeError)
+class LuaWrongTypeError(LuaCommandError, WrongTypeError):
+    """A command the script called met a key holding another type."""
+
+
+@_in_script(ReadOnlyError)
+class LuaReadOnlyError(LuaCommandError, ReadOnlyError):
+    """A write the script made reached a replica: a :class:`ReadOnlyError` with the
+    script's position."""
+
+
+@_in_script(OutOfMemoryError)
+class LuaOutOfMemoryError(LuaCommandError, OutOfMemoryError):
+    """A write the script made was refused at maxmemory: an :class:`OutOfMemoryError`
+    with the script's position (the writes before it stay done)."""
+
+
+# --- reading error replies ------------------------------------------------------------
+#
+# Formats of script errors (exact texts: notes/redis-facts.md §6):
+# - Redis 7.x / Valkey: "<CODE> <message> script: <sha>, on @user_script:<N>." (Valkey
+#   leaves out <sha>; functions say @user_function). A Lua error reads
+#   "ERR user_script:<N>: x ..."; a refused command keeps the server's code
+#   ("WRONGTYPE ...", "READONLY ...") and has no position in the message.
+# - Redis 6.x: "ERR Error running script (call to f_<sha>): @user_script:<N>: <inner>",
+#   <inner> being "user_script:<N>: x" for a Lua error, "@user_script: <N>: x" for an
+#   error pushed by redis.call (a server reply such as "-READONLY ..." included), or the
+#   server's own error text (its code is recovered from there: Redis 6 replies ERR).
+# - Compile errors (all versions): "ERR Error compiling script (new function):
+#   user_script:<N>: ..." ("Error compiling function:" for FUNCTION LOAD).
+
+COMMAND_ERROR_CODES = frozenset(
+    {
+        "ERR",
+        "WRONGTYPE",
+        "OOM",
+        "NOPERM",
+        "READONLY",
+        "LOADING",
+        "MISCONF",
+        "NOREPLICAS",
+        "MASTERDOWN",
+        "BUSYKEY",
+        "BUSYGROUP",
+        "NOGROUP",
+        "CROSSSLOT",
+        "TRYAGAIN",
+        "CLUSTERDOWN",
+    }
+)
+"""Codes the server gives a command refused inside a script. ``NOSCRIPT``, ``BUSY`` and
+the other codes a script cannot meet from ``redis.call`` count as raised by the script."""
+
+_SUFFIX = re.compile(r" script: (?:[^,\s]+, )?on @user_(?:script|function):(?P<line>\d+)\.$")
+_V6 = re.compile(
+    r"^ERR Error running script \(call to [^)]*\): (?:@(?P<chunk>\w+):(?P<line>\d+): )?(?P<rest>.*)$", re.S
+)
+_COMPILE = re.compile(
+    r"^ERR Error compiling (?:script \([^)]*\)|function): @?user_(?:script|function):(?P<line>\d+): "
+    r"(?P<message>.*)$",
+    re.S,
+)
+_LUA_POSITION = re.compile(r"^user_(?:script|function):(?P<line>\d+): (?P<message>.*)$", re.S)
+_V6_PUSHED = re.compile(r"^@user_(?:script|function): (?P<line>\d+): -?(?P<message>.*)$", re.S)
+_CODE = re.compile(r"^(?P<code>[A-Z][A-Z0-9_]*) (?P<message>.*)$", re.S)
+# Codes whose class is given only to the server's own wording (Redis and Valkey texts).
+_SERVER_WORDING = {
+    "NOSCRIPT": re.compile(r"NOSCRIPT No matching script\.(?: Please use EVAL\.)?$"),
+    "BUSY": re.compile(r"BUSY \w+ is busy running "),
+}
+
+
+class Failure(NamedTuple):
+    """How a script failed: the exception class, code, message and rendered line."""
+
+    error: type[LuaError]
+    code: str
+    message: str
+    line: int | None
+
+
+def _split_code(text: str) -> tuple[str, str]:
+    match = _CODE.match(text)
+    return (match["code"], match["message"]) if match else ("", text)
+
+
+def _classified(code: str, message: str, line: int | None) -> Failure:
+    """An error without a Lua position: a refused command if its code says so."""
+    if code not in COMMAND_ERROR_CODES:
+        return Failure(LuaRaisedError, code, message, line)
+    return Failure(_REGISTRY.get(code, ResponseError).in_script or LuaCommandError, code, message, line)
+
+
+def parse(text: str) -> Failure | None:
+    """How a script failed, from the server's reply; ``None`` when the reply carries no
+    script position (the server refused the call itself, or the script *returned* it)."""
+    text = text.rstrip()  # Redis 6 ends its script errors with a space
+    if match := _COMPILE.match(text):
+        return Failure(LuaCompileError, "ERR", match["message"], int(match["line"]))
+    if match := _V6.match(text):
+        outer = int(match["line"]) if match["chunk"] in ("user_script", "user_function") else None
+        rest = match["rest"]
+        if inner := _LUA_POSITION.match(rest):
+            return Failure(LuaRaisedError, "ERR", inner["message"], int(inner["line"]))
+        if inner := _V6_PUSHED.match(rest):  # always a refusal: ERR unless its text has a code
+            code, message = _split_code(inner["message"])
+            if code not in COMMAND_ERROR_CODES:
+                code, message = "ERR", inner["message"]
+            return _classified(code, message, int(inner["line"]))
+        return _classified(*_split_code(rest), outer)
+    if match := _SUFFIX.search(text):
+        code, message = _split_code(text[: match.start()])
+        if inner := _LUA_POSITION.match(message):
+            return Failure(LuaRaisedError, code, inner["message"], int(inner["line"]))
+        return _classified(code, message, int(match["line"]))
+    return None
+
+
+def response_error(text: str | bytes) -> ResponseError:
+    """Build the typed exception for one server error reply (returned, not raised)."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    failure = parse(text)
+    if failure is not None:
+        return failure.error(text, code=failure.code, message=failure.message, rendered_line=failure.line)
+    code = text.partition(" ")[0]
+    wording = _SERVER_WORDING.get(code)
+    if wording is not None and not wording.match(text):
+        return ResponseError(text)
+    return _REGISTRY.get(code, ResponseError)(text)
 
 
 class ScriptNotFoundError(FastlockError, LookupError):

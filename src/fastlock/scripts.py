@@ -26,7 +26,7 @@ from .templates import Rendered, SourceFile, render
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
 
-__all__ = ["Script", "ScriptCounters", "ScriptRegistry", "ScriptStats", "builtin_folder"]
+__all__ = ["Script", "ScriptCounters", "ScriptRegistry", "ScriptStats", "builtin_folder", "guard"]
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_]*$")
 
@@ -109,10 +109,51 @@ class ScriptStats:
             return ScriptCounters(self._calls, self._errors, self._reloads, self._total)
 
 
+_RESERVED_CODES = (
+    "NOSCRIPT",
+    "BUSY",
+    "READONLY",
+    "LOADING",
+    "OOM",
+    "MOVED",
+    "ASK",
+    "TRYAGAIN",
+    "CLUSTERDOWN",
+)
+"""Codes the server gives a call it refused: NOSCRIPT and BUSY make fastlock send the call
+again, the cluster ones would route it elsewhere."""
+_GUARD_OPEN = "local fastlock_script = function() "
+_GUARD_CLOSE = (
+    "end local reply = fastlock_script() "
+    'local err = type(reply) == "table" and reply.err '
+    'if type(err) == "string" and ({'
+    + ", ".join(f"{code} = true" for code in _RESERVED_CODES)
+    + '})[err:match("^%-?(%u+)")] then error(redis.REDIS_VERSION and reply or err) end '
+    "return reply"
+)
+
+
+def guard(source: str) -> str:
+    """``source`` as sent to the server: run as a function whose reply, if it is an error
+    in one of the codes the server gives a refused call (:data:`_RESERVED_CODES`), is
+    raised instead of returned. A raised error carries the script suffix, so a script that
+    returns ``redis.error_reply("NOSCRIPT No matching script.")`` after writing is never
+    taken for the server refusing it, and never run again. Every line keeps its number
+    (the opening goes in front of the first line after a ``#!`` shebang; the closing is
+    one added last line)."""
+    lines = source.splitlines()
+    at = 1 if lines and lines[0].startswith("#!") else 0
+    if at == len(lines):
+        lines.append("")
+    lines[at] = _GUARD_OPEN + lines[at]
+    return "\n".join([*lines, _GUARD_CLOSE, ""])
+
+
 class Script:
     """A rendered script: ``name``, ``path`` of its template (``None`` when registered from
-    a string), rendered ``source`` and its UTF-8 ``body``, ``sha`` (hex SHA1 of the body,
-    what ``SCRIPT LOAD`` returns), declared ``meta`` fields, and ``stats``."""
+    a string), rendered ``source``, ``body`` (the UTF-8 bytes sent: the source behind
+    :func:`guard`), ``sha`` (hex SHA1 of the body, what ``SCRIPT LOAD`` returns), declared
+    ``meta`` fields, and ``stats``."""
 
     __slots__ = ("body", "meta", "name", "path", "rendered", "sha", "source", "stats")
 
@@ -121,7 +162,7 @@ class Script:
         self.path = path
         self.rendered = rendered
         self.source = rendered.source
-        self.body = rendered.source.encode()
+        self.body = guard(rendered.source).encode()
         self.sha = hashlib.sha1(self.body).hexdigest()
         self.meta = rendered.meta
         self.stats = ScriptStats()
