@@ -232,3 +232,79 @@ def test_script_flush_mid_run(client: fastlock.Client) -> None:
         stop.set()
         flusher.join()
     assert flushes >= 5
+
+
+STALL_JOBS, STALL_BATCH, STALL_AT = 40, 10, 5
+RUNS, EFFECTS, RESUMED = "stall:runs", "stall:effects", "stall:resumed"
+
+
+def stall_queue(client: fastlock.Client) -> Queue:
+    return client.queue("stall", lease=0.5, keep_completed=1000)
+
+
+def effect_handler(client: fastlock.Client, queue: Queue, stall: bool) -> Callable[[Job], None]:
+    """Counts runs per job; commits the job's effect only while ``queue.holds(job)``. With
+    ``stall``, the STALL_AT-th run stops its own process mid-job (SIGSTOP), mid-batch."""
+
+    def handler(job: Job) -> None:
+        client.execute("HINCRBY", RUNS, job.id, 1)
+        if stall and client.execute("INCR", "stall:seq") == STALL_AT:
+            os.kill(os.getpid(), signal.SIGSTOP)
+            client.execute("SET", RESUMED, 1)
+        if queue.holds(job):
+            client.execute("HINCRBY", EFFECTS, job.id, 1)
+
+    return handler
+
+
+def stalling_worker(url: str, impl: str) -> None:
+    client = fastlock.Client(url, impl=impl)
+    queue = stall_queue(client)
+    Worker(queue, effect_handler(client, queue, stall=True), batch=STALL_BATCH, idle_wait=0.2).run()
+
+
+def counts(client: fastlock.Client, key: str) -> dict[str, int]:
+    flat = client.execute("HGETALL", key)
+    return {k.decode(): int(v) for k, v in zip(flat[::2], flat[1::2], strict=True)}
+
+
+def idle_clients(client: fastlock.Client) -> int:
+    """Connections blocked in a command (an idle worker waits in BZPOPMIN)."""
+    return sum("flags=b" in line for line in client.execute("CLIENT", "LIST").decode().splitlines())
+
+
+def test_stalled_worker_reruns_at_most_the_job_in_flight(redis_url: str, impl: str) -> None:
+    """A worker SIGSTOPped mid-batch past its lease: others recover and finish its jobs. After
+    SIGCONT, at most the one job in flight ran twice (finished ones were completed as they
+    finished, the rest of its batch is skipped as lost), and ``queue.holds`` kept every
+    effect to exactly one commit."""
+    client = fastlock.Client(redis_url, impl=impl)
+    queue = stall_queue(client)
+    ids = queue.enqueue_many([b"x"] * STALL_JOBS)
+    stalled = multiprocessing.get_context("fork").Process(target=stalling_worker, args=(redis_url, impl))
+    stalled.start()
+    helper: Worker | None = None
+    thread = None
+    try:
+        _, status = os.waitpid(stalled.pid, os.WUNTRACED)
+        assert os.WIFSTOPPED(status)
+        helper = Worker(queue, effect_handler(client, queue, stall=False), batch=STALL_BATCH, idle_wait=0.2)
+        thread = threading.Thread(target=helper.run, daemon=True)
+        thread.start()
+        wait_for(lambda: queue.stats() == QueueStats(0, 0, 0, 0), 30, "the others to finish every job")
+        helper.stop()
+        thread.join(10)
+        os.kill(stalled.pid, signal.SIGCONT)
+        wait_for(lambda: client.execute("EXISTS", RESUMED) == 1, 10, "the stalled worker to resume")
+        wait_for(lambda: idle_clients(client) == 1, 10, "the resumed worker to go idle")
+    finally:
+        if helper is not None and thread is not None:
+            helper.stop()
+            thread.join(10)
+        stalled.kill()
+        stalled.join()
+    runs, effects = (counts(client, key) for key in (RUNS, EFFECTS))
+    assert set(runs) == set(ids)
+    reruns = sum(n - 1 for n in runs.values())
+    assert reruns <= 1, runs  # jobs in flight at the stall: 1
+    assert effects == dict.fromkeys(ids, 1)
