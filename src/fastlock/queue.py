@@ -40,7 +40,8 @@ MAX_COUNT = 2**53
 """Largest attempt count, history size or job count a queue takes (exact in Lua's doubles)."""
 FRESH_MARK = "~"
 """First character of every fresh job id, and of no custom one: the two never collide."""
-_PAYLOAD_TYPES = frozenset((bytes, str, bytearray, memoryview))
+_PAYLOAD_TYPES = (bytes, str, bytearray, memoryview)
+_EXACT_PAYLOAD_TYPES = frozenset(_PAYLOAD_TYPES)
 _SUFFIXES: tuple[str, ...] = ("ready", "prio", "seq", "delayed", "active", "data", "fence", "done")
 _SUFFIXES += ("unique", "dead", "err", "wake")
 """Key suffixes, in the order every queue script receives the keys (lua/shared/_queue_keys.lua)."""
@@ -180,7 +181,7 @@ def _level(priority: object) -> str:
 
 
 def _check_payload(payload: object) -> None:
-    if type(payload) not in _PAYLOAD_TYPES:
+    if type(payload) not in _EXACT_PAYLOAD_TYPES and not isinstance(payload, _PAYLOAD_TYPES):
         raise ArgumentTypeError(f"a payload is bytes or str, not {type(payload).__qualname__!r}")
 
 
@@ -367,8 +368,9 @@ class Queue:
         if isinstance(payloads, str | bytes):
             raise ArgumentTypeError("payloads must be an iterable of payloads, not one")
         todo = list(payloads)
-        if not {type(payload) for payload in todo} <= _PAYLOAD_TYPES:
-            raise ArgumentTypeError("every payload must be bytes or str")
+        if not {type(payload) for payload in todo} <= _EXACT_PAYLOAD_TYPES:
+            for payload in todo:
+                _check_payload(payload)
         ids: list[str] = []
         for start in range(0, len(todo), MAX_BATCH):
             chunk = todo[start : start + MAX_BATCH]
@@ -566,5 +568,8 @@ class Queue:
         pipe = self.client.pipeline().execute_command("LLEN", self.key["ready"])
         for suffix in ("prio", "delayed", "active", "dead"):
             pipe.execute_command("ZCARD", self.key[suffix])
-        n_ready, n_prio, n_delayed, n_active, n_dead = pipe.execute()
+        counts = pipe.execute()
+        if len(counts) != 5 or not all(type(n) is int for n in counts):
+            raise _unexpected("stats", counts)
+        n_ready, n_prio, n_delayed, n_active, n_dead = counts
         return QueueStats(n_ready + n_prio, n_delayed, n_active, n_dead)
