@@ -236,3 +236,11 @@ def test_holds_is_a_fenced_server_side_check(client: fastlock.Client) -> None:
     assert queue.holds(again)
     queue.complete(second)
     assert not queue.holds(second)
+
+
+def test_worker_raises_script_errors_that_are_not_transient(client: fastlock.Client) -> None:
+    queue = client.queue("w")
+    client.execute("SET", queue.key["ready"], "not a list")  # WRONGTYPE inside the claim script
+    with pytest.raises(fastlock.LuaCommandError) as info:
+        Worker(queue, print, idle_wait=0.1).run(max_jobs=1)
+    assert info.value.code == "WRONGTYPE"

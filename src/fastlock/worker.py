@@ -22,6 +22,7 @@ from time import monotonic
 
 from ._arguments import duration_ms
 from .exceptions import (
+    ArgumentTypeError,
     BusyError,
     ConnectionError,
     LeaseLost,
@@ -41,7 +42,7 @@ TRANSIENT = (ConnectionError, PoolTimeoutError, BusyError, LoadingError, ReadOnl
 """Errors a worker waits out and retries (server restarting, unreachable, busy, a replica
 for now, or out of memory)."""
 _CAUGHT = (*TRANSIENT, LuaCommandError)
-_TRANSIENT_CODES = frozenset(("READONLY", "OOM", "LOADING", "BUSY"))
+_TRANSIENT_CODES = frozenset(("READONLY", "OOM"))  # also refused inside scripts
 _LOG_EVERY = 5.0  # seconds between two warnings about the same kind of server trouble
 
 
@@ -172,7 +173,7 @@ class Worker:
         recover_limit: int = 1000,
     ) -> None:
         if not isinstance(queue, Queue) or not callable(handler):
-            raise TypeError("Worker takes a Queue and a callable handler")
+            raise ArgumentTypeError("Worker takes a Queue and a callable handler")
         self.batch = checked_int(batch, "batch", 1, MAX_BATCH)
         self.idle_wait = duration_ms(idle_wait, "idle_wait", minimum_ms=0) / 1000
         self.recover_limit = checked_int(recover_limit, "recover_limit", 1, MAX_BATCH)
@@ -191,7 +192,7 @@ class Worker:
         wake = self.queue.client.pipeline().execute_command("ZADD", self._interrupt, 0, "stop")
         try:
             wake.execute_command("PEXPIRE", self._interrupt, _STOP_SIGNAL_MS).execute()
-        except _CAUGHT as exc:
+        except TRANSIENT as exc:
             self._warn(exc, "could not wake the worker to stop it")
 
     def run(self, *, max_jobs: int | None = None) -> int:
@@ -245,8 +246,6 @@ class Worker:
         try:
             lost = self.queue.extend(jobs)
         except _CAUGHT as exc:
-            if not _transient(exc):
-                raise
             self._warn(exc, "could not check the batch's leases")
             return
         self._renewed = started
@@ -269,8 +268,6 @@ class Worker:
             except LeaseLost:
                 log.warning("%r: job %s failed after its lease was lost", self.queue, job.id)
             except _CAUGHT as error:
-                if not _transient(error):
-                    raise
                 self._warn(error, f"could not fail job {job.id} (its lease will expire)")
             return False
 
@@ -297,19 +294,21 @@ class Worker:
                 log.warning("%r: lease lost before completing %s", self.queue, [job.id for job in exc.jobs])
                 return Batch()
             except _CAUGHT as exc:
-                if self._stopping.is_set() and _transient(exc):
-                    self._warn(exc, f"stopping without completing {len(done)} job(s)")
-                    return Batch()
-                self._pause(exc)
+                if not self._stopping.is_set():
+                    self._pause(exc)
+                    continue
+                self._warn(exc, f"stopping without completing {len(done)} job(s)")
+                return Batch()
 
     def _pause(self, exc: Exception) -> None:
-        """Wait out transient server trouble (re-raise anything else) for a short jittered pause."""
-        if not _transient(exc):
-            raise exc
+        """Wait out transient server trouble for a short jittered pause."""
         self._warn(exc, "server unavailable, retrying")
         self._stopping.wait(random.uniform(0.05, 0.25))
 
     def _warn(self, exc: Exception, what: str) -> None:
+        """Log transient server trouble (rate-limited); re-raise anything else."""
+        if not _transient(exc):
+            raise exc
         self._warnings("%r: %s: %s", self.queue, what, exc)
 
     def _recover(self) -> None:
@@ -318,8 +317,6 @@ class Worker:
                 if not self.queue.recover(self.recover_limit).more:
                     break
         except _CAUGHT as exc:
-            if not _transient(exc):
-                raise
             self._warn(exc, "recovery failed")
         self._next_recovery = monotonic() + self.queue.lease / 2 * random.uniform(0.5, 1.5)
 
