@@ -157,6 +157,7 @@ def test_every_method_checks_its_arguments_before_sending(queue: Queue) -> None:
         lambda: queue.fail("x"),  # type: ignore[arg-type]
         lambda: queue.fail(job, 42),  # type: ignore[arg-type]
         lambda: queue.fail(job, "e", dead=1),  # type: ignore[arg-type]
+        lambda: queue.fail(job, "e", retry_in=float("inf"), dead=True),
         lambda: queue.extend([job, 1]),  # type: ignore[list-item]
         lambda: queue.extend(job),  # type: ignore[arg-type]
         lambda: queue.holds("x"),  # type: ignore[arg-type]

@@ -440,12 +440,11 @@ class Queue:
         _check_job(job)
         if not isinstance(error, str | BaseException) or not isinstance(dead, bool):
             raise ArgumentTypeError("error must be a str or an exception, and dead a bool")
+        delay = None if retry_in is None else duration_ms(retry_in, "retry_in", minimum_ms=0)
         if dead or job.attempt >= self.max_attempts:
             delay = -1
-        elif retry_in is None:
+        elif delay is None:
             delay = self._retry_ms(job.attempt)
-        else:
-            delay = duration_ms(retry_in, "retry_in", minimum_ms=0)
         text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
         outcome = self.client.call("queue_fail", self.keys, (job.member, delay, text[:ERROR_LIMIT]))
         if outcome == 0:
