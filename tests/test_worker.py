@@ -209,6 +209,7 @@ def test_worker_waits_out_a_readonly_or_full_server(
     try:
         time.sleep(1.5)
         assert not errors, errors
+        Worker(queue, print).stop()  # waking a worker is a write: refused, logged, not raised
         assert private_server.raw_command(*end) == b"+OK\r\n"
         settle(queue, QueueStats(0, 0, 0, 0), timeout=10)
     finally:
