@@ -135,6 +135,7 @@ def test_every_method_checks_its_arguments_before_sending(queue: Queue) -> None:
         lambda: client.queue("q", max_attempts=1.5),  # type: ignore[arg-type]
         lambda: client.queue("q", keep_completed=-1),
         lambda: client.queue("q", keep_completed=2.5),  # type: ignore[arg-type]
+        lambda: client.queue("q", keep_completed=2**40),
         lambda: client.queue("q", prefix=3),  # type: ignore[arg-type]
         lambda: client.queue(b"q"),  # type: ignore[arg-type]
         lambda: queue.enqueue(42),  # type: ignore[arg-type]

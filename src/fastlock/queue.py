@@ -38,6 +38,8 @@ ERROR_LIMIT = 4000
 MAX_PRIORITY = 2**20
 MAX_COUNT = 2**53
 """Largest attempt count, history size or job count a queue takes (exact in Lua's doubles)."""
+MAX_KEEP_COMPLETED = 2**31 - 1
+"""Largest completion history (Lua turns larger numbers into floating-point text)."""
 FRESH_MARK = "~"
 """First character of every fresh job id, and of no custom one: the two never collide."""
 _PAYLOAD_TYPES = (bytes, str, bytearray, memoryview)
@@ -294,7 +296,7 @@ class Queue:
         self._default_lease_ms = duration_ms(lease, "lease")
         self.max_attempts = checked_int(max_attempts, "max_attempts", 1)
         self._backoff_ms = None if callable(backoff) else duration_ms(backoff, "backoff", minimum_ms=0)
-        self.keep_completed = checked_int(keep_completed, "keep_completed", 0)
+        self.keep_completed = checked_int(keep_completed, "keep_completed", 0, MAX_KEEP_COMPLETED)
         if digester is not None and not isinstance(digester, Digester):
             raise ArgumentTypeError(f"digester must be a Digester, not {type(digester).__qualname__!r}")
         self.client = client
