@@ -1,31 +1,28 @@
--- Enqueue one job. KEYS: the queue's keys, then the TTL unique lock key (mode 't' only).
--- ARGV: id, payload, custom id (1/0), delay ms, priority or '', unique mode ('', 'd' until
--- done, 's' until started, 't' until the TTL), digest, TTL ms.
--- Returns {1, id}, or {0, owner id} for a duplicate (custom id or unique lock taken).
+-- Enqueue one job: never over an existing one (HSETNX, for fresh and custom ids alike).
+-- KEYS: the queue's keys, then the TTL unique lock key (mode 't' only).
+-- ARGV: id, payload, delay ms, priority or '', unique mode ('', 'd' until done, 's' until
+-- started, 't' until the TTL), digest, TTL ms.
+-- Returns {1, id}, or {0, owner id} for a duplicate (id taken or unique lock held).
 -- #include "shared/_queue_keys.lua"
-local id, payload, custom, delay = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
-local priority, mode, digest = ARGV[5], ARGV[6], ARGV[7]
+local id, payload, delay = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local priority, mode, digest = ARGV[4], ARGV[5], ARGV[6]
 local held = mode == 'd' or mode == 's'
 if held then
   if redis.call('HSETNX', K_UNIQUE, digest, id) == 0 then
     return {0, redis.call('HGET', K_UNIQUE, digest)}
   end
 elseif mode == 't' then
-  if not redis.call('SET', KEYS[13], id, 'NX', 'PX', ARGV[8]) then
+  if not redis.call('SET', KEYS[13], id, 'NX', 'PX', ARGV[7]) then
     return {0, redis.call('GET', KEYS[13])}
   end
 end
-if custom == '1' then
-  if redis.call('HSETNX', K_DATA, id, payload) == 0 then
-    if held then
-      redis.call('HDEL', K_UNIQUE, digest)
-    elseif mode == 't' then
-      redis.call('DEL', KEYS[13])
-    end
-    return {0, id}
+if redis.call('HSETNX', K_DATA, id, payload) == 0 then
+  if held then
+    redis.call('HDEL', K_UNIQUE, digest)
+  elseif mode == 't' then
+    redis.call('DEL', KEYS[13])
   end
-else
-  redis.call('HSET', K_DATA, id, payload)
+  return {0, id}
 end
 local word = '0|' .. priority .. '|' .. (held and mode .. digest or '') .. '|' .. id
 if delay > 0 then

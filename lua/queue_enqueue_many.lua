@@ -1,4 +1,5 @@
--- Enqueue a batch of jobs with fresh ids: one HSET and one push for the whole batch.
+-- Enqueue a batch of jobs with fresh ids: one HSET and one push for the whole batch. Fresh
+-- ids start with a mark no custom id may start with, so this HSET overwrites no job.
 -- KEYS: the queue's keys. ARGV: delay ms, priority or '', then id, payload pairs.
 -- Returns the number of jobs enqueued.
 -- #include "shared/_queue_keys.lua"

@@ -232,3 +232,88 @@ def test_script_flush_mid_run(client: fastlock.Client) -> None:
         stop.set()
         flusher.join()
     assert flushes >= 5
+
+
+STALL_JOBS, STALL_BATCH, STALL_AT = 40, 10, 5
+RUNS, EFFECTS = "stall:runs", "stall:effects"
+
+
+def stall_queue(client: fastlock.Client) -> Queue:
+    return client.queue("stall", lease=0.5, keep_completed=1000)
+
+
+def effect_handler(
+    client: fastlock.Client, queue: Queue, on_resume: Callable[[], None] | None = None
+) -> Callable[[Job], None]:
+    """Counts runs per job; commits the job's effect only while ``queue.holds(job)``. With
+    ``on_resume``, the STALL_AT-th run stops its own process mid-job (SIGSTOP), mid-batch,
+    and calls ``on_resume`` once continued."""
+
+    def handler(job: Job) -> None:
+        client.execute("HINCRBY", RUNS, job.id, 1)
+        if on_resume is not None and client.execute("INCR", "stall:seq") == STALL_AT:
+            os.kill(os.getpid(), signal.SIGSTOP)
+            on_resume()
+        if queue.holds(job):
+            client.execute("HINCRBY", EFFECTS, job.id, 1)
+
+    return handler
+
+
+def stalling_worker(url: str, impl: str) -> None:
+    """Stalls in its STALL_AT-th job; once continued, finishes its batch and exits."""
+    client = fastlock.Client(url, impl=impl)
+    queue = stall_queue(client)
+    worker = Worker(queue, print, batch=STALL_BATCH, idle_wait=0.2)
+    worker.handler = effect_handler(client, queue, on_resume=worker.stop)
+    worker.run()
+
+
+def counts(client: fastlock.Client, key: str) -> dict[str, int]:
+    flat = client.execute("HGETALL", key)
+    return {k.decode(): int(v) for k, v in zip(flat[::2], flat[1::2], strict=True)}
+
+
+def wait_until_stopped(pid: int, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        waited, status = os.waitpid(pid, os.WNOHANG | os.WUNTRACED)
+        if waited:
+            assert os.WIFSTOPPED(status), status
+            return
+        assert time.monotonic() < deadline, "the worker never reached its stall"
+        time.sleep(0.01)
+
+
+def test_stalled_worker_reruns_at_most_the_job_in_flight(redis_url: str, impl: str) -> None:
+    """A worker SIGSTOPped mid-batch past its lease: another recovers and finishes its jobs.
+    After SIGCONT, at most the one job in flight ran twice (finished ones were completed as
+    they finished, the rest of its batch is skipped as lost), and ``queue.holds`` kept every
+    effect to exactly one commit."""
+    client = fastlock.Client(redis_url, impl=impl)
+    queue = stall_queue(client)
+    ids = queue.enqueue_many([b"x"] * STALL_JOBS)
+    stalled = multiprocessing.get_context("fork").Process(target=stalling_worker, args=(redis_url, impl))
+    stalled.start()
+    helper = Worker(queue, effect_handler(client, queue), batch=STALL_BATCH, idle_wait=0.2)
+    thread = threading.Thread(target=helper.run, daemon=True)
+    try:
+        wait_until_stopped(stalled.pid, 30)
+        thread.start()
+        wait_for(lambda: queue.stats() == QueueStats(0, 0, 0, 0), 30, "the other worker to finish every job")
+        helper.stop()
+        thread.join(10)
+        os.kill(stalled.pid, signal.SIGCONT)
+        stalled.join(30)
+        assert stalled.exitcode == 0
+    finally:
+        helper.stop()
+        if thread.is_alive():
+            thread.join(10)
+        stalled.kill()
+        stalled.join()
+    runs, effects = (counts(client, key) for key in (RUNS, EFFECTS))
+    assert set(runs) == set(ids)
+    reruns = sum(n - 1 for n in runs.values())
+    assert reruns <= 1, runs  # jobs in flight at the stall: 1
+    assert effects == dict.fromkeys(ids, 1)

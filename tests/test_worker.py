@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
 
 import pytest
+from harness.servers import TempServer, free_port
 
 import fastlock
 from fastlock.commandstats import command_calls
@@ -163,3 +165,83 @@ def test_several_workers_share_a_trickle(
         time.sleep(0.005)
     settle(queue, QueueStats(0, 0, 0, 0))
     assert sorted(handled) == sorted(ids)
+
+
+FAULTS = {
+    "readonly": (("REPLICAOF", "127.0.0.1", "{port}"), ("REPLICAOF", "NO", "ONE")),
+    "oom": (("CONFIG", "SET", "maxmemory", "1"), ("CONFIG", "SET", "maxmemory", "0")),
+}
+CODES = {"readonly": "READONLY", "oom": "OOM"}
+
+
+@pytest.mark.fault
+@pytest.mark.parametrize("fault", FAULTS)
+def test_worker_waits_out_a_readonly_or_full_server(
+    private_server: TempServer, impl: str, fault: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A server turned replica (READONLY) or out of memory (OOM) for a while: the worker
+    waits it out as transient, with few warnings, then handles every job. (Under OOM the
+    claim and complete scripts still run, their first write frees memory; renewing a
+    batch's leases between slow jobs is refused.)"""
+    client = fastlock.Client(private_server.url, impl=impl)
+    queue = client.queue("w", lease=0.3)
+    ids = queue.enqueue_many([b"x"] * 20)
+    handled: list[str] = []
+    errors: list[BaseException] = []
+
+    def handler(job: Job) -> None:
+        handled.append(job.id)
+        time.sleep(0.04)  # a batch of 5 outlasts half a lease: the worker renews between jobs
+
+    worker = Worker(queue, handler, batch=5, idle_wait=0.2)
+
+    def run() -> None:
+        try:
+            worker.run()
+        except BaseException as exc:  # noqa: BLE001 - reported by the test
+            errors.append(exc)
+
+    start, end = FAULTS[fault]
+    private_server.raw_command(*(str(free_port()) if a == "{port}" else a for a in start))
+    caplog.set_level(logging.WARNING, "fastlock.worker")
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        time.sleep(1.5)
+        assert not errors, errors
+        Worker(queue, print).stop()  # waking a worker is a write: refused, logged, not raised
+        assert private_server.raw_command(*end) == b"+OK\r\n"
+        settle(queue, QueueStats(0, 0, 0, 0), timeout=10)
+    finally:
+        worker.stop()
+        thread.join(10)
+    assert not errors and set(handled) == set(ids)
+    trouble = [r.getMessage() for r in caplog.records if CODES[fault] in r.getMessage()]
+    assert 1 <= len(trouble) <= 4, trouble  # the worker's and the heartbeat's, rate-limited
+
+
+def test_holds_is_a_fenced_server_side_check(client: fastlock.Client) -> None:
+    queue = client.queue("w", lease=5.0)
+    queue.enqueue_many([b"a", b"b"])
+    first, second = queue.claim(2)
+    assert queue.holds(first) and not first.lost
+    queue.extend([first], lease=0.001)
+    time.sleep(0.01)
+    assert queue.holds(first)  # past its deadline, nobody took it: still ours, and renewed
+    assert queue.recover().requeued == 0
+    queue.extend([first], lease=0.001)
+    time.sleep(0.01)
+    queue.recover()
+    [again] = queue.claim()
+    assert again.id == first.id and not queue.holds(first) and first.lost
+    assert queue.holds(again)
+    queue.complete(second)
+    assert not queue.holds(second)
+
+
+def test_worker_raises_script_errors_that_are_not_transient(client: fastlock.Client) -> None:
+    queue = client.queue("w")
+    client.execute("SET", queue.key["ready"], "not a list")  # WRONGTYPE inside the claim script
+    with pytest.raises(fastlock.LuaCommandError) as info:
+        Worker(queue, print, idle_wait=0.1).run(max_jobs=1)
+    assert info.value.code == "WRONGTYPE"
