@@ -17,14 +17,21 @@ import enum
 import itertools
 import logging
 import math
-import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from . import _ids
 from .conflict import Conflict, Strategy, StrategySpec, resolve_strategy
-from .exceptions import ConnectionError, LockConflictError, LockError, LockNotOwnedError
+from .exceptions import (
+    ArgumentError,
+    ArgumentTypeError,
+    ConnectionError,
+    LockConflictError,
+    LockError,
+    LockNotOwnedError,
+)
 
 if TYPE_CHECKING:
     from .locks import LockManager
@@ -135,17 +142,16 @@ def _token(reply: Any) -> int | None:
     return reply if type(reply) is int else None
 
 
-def _new_job_ids() -> None:
-    """Start this process's default job ids: a random 64-bit prefix, then a counter (32 hex
-    digits in all); a forked child starts its own."""
-    global _next_job_id
-    prefix, count = os.urandom(8).hex(), itertools.count()
-    _next_job_id = lambda: f"{prefix}{next(count):016x}"  # noqa: E731
+def check_job_id(job_id: object) -> str:
+    """``job_id`` if it is a non-empty ``str``; else ``ArgumentTypeError`` or ``ArgumentError``."""
+    if isinstance(job_id, str):
+        if job_id:
+            return job_id
+        raise ArgumentError("a job id must be a non-empty str, not ''")
+    raise ArgumentTypeError(f"a job id must be a non-empty str, not {type(job_id).__qualname__!r}")
 
 
-_next_job_id: Callable[[], str]
-_new_job_ids()
-os.register_at_fork(after_in_child=_new_job_ids)
+_serials = itertools.count()  # numbers Lock objects; with the thread's tag, the default job id
 
 
 class Scope:
@@ -166,22 +172,25 @@ class Lock:
     :meth:`LockManager.lock <fastlock.LockManager.lock>`.
 
     Every object acting on one digest must use the same ``type`` and ``limit`` (they are
-    part of the job's definition, as in sidekiq-unique-jobs). ``job_id`` is the default
-    holder id of this object (unique if omitted): one object is one holder unless job ids
-    are passed explicitly.
+    part of the job's definition, as in sidekiq-unique-jobs). ``job_id`` is the holder id
+    the primitives use when called without one: if omitted, an id unique to this object
+    *and the calling thread and process*, so threads sharing the object (and processes
+    forked after it was built) are distinct holders; a given ``job_id`` is one holder
+    wherever it is used.
     """
 
     __slots__ = (
         "_flags",
+        "_job_id",
         "_main_scope",
         "_queue_scope",
         "_queued",
         "_run",
         "_runtime_scope",
+        "_serial",
         "_strategies",
         "_ttl_ms",
         "digest",
-        "job_id",
         "limit",
         "manager",
         "name",
@@ -218,7 +227,8 @@ class Lock:
         self.ttl = ttl
         self.timeout = timeout
         self.limit = limit
-        self.job_id = job_id or _next_job_id()
+        self._job_id = None if job_id is None else check_job_id(job_id)
+        self._serial = f"{next(_serials):x}"
         self._ttl_ms = 0 if ttl is None else (round(ttl * 1000) or 1)
         self._flags = manager.flags
         self._run = manager.run
@@ -236,6 +246,17 @@ class Lock:
                 self._strategies["execute"] = resolve_strategy(
                     forced or on_conflict, "execute", manager.strategies
                 )
+
+    @property
+    def job_id(self) -> str:
+        """The holder id of calls without one: the ``job_id`` given, else this object's id in
+        the calling thread and process."""
+        return self._job_id or _ids.local.tag + self._serial
+
+    def _holder(self, job_id: str | None) -> str:
+        if job_id is None:
+            return self._job_id or _ids.local.tag + self._serial
+        return check_job_id(job_id)
 
     @property
     def _queue(self) -> Scope:
@@ -271,11 +292,11 @@ class Lock:
         """
         wait = self._wait(blocking, timeout)
         scope = self._main_scope or self._scope  # the attribute first: no property call once built
-        return _token(self._take(scope, job_id or self.job_id, wait))
+        return _token(self._take(scope, self._holder(job_id), wait))
 
     def release(self, job_id: str | None = None) -> int | None:
         """Release what ``job_id`` holds: the fencing token freed, or ``None`` if it held nothing."""
-        return self.manager.release_scope(self._main_scope or self._scope, job_id or self.job_id)
+        return self.manager.release_scope(self._main_scope or self._scope, self._holder(job_id))
 
     def extend(self, job_id: str | None = None, ttl: float | None = None) -> int | None:
         """Reset the expiry of ``job_id``'s slot to ``ttl`` seconds (default: the lock's):
@@ -283,7 +304,7 @@ class Lock:
         ttl = self.ttl if ttl is None else ttl
         if ttl is None or not ttl > 0:
             raise ValueError("extend needs a positive ttl (the lock has none)")
-        token = self._run("lock_extend", self._scope.keys, (job_id or self.job_id, max(1, round(ttl * 1000))))
+        token = self._run("lock_extend", self._scope.keys, (self._holder(job_id), max(1, round(ttl * 1000))))
         return token or None
 
     def locked(self) -> bool:
@@ -322,6 +343,7 @@ class Lock:
     def enqueue(self, job_id: str, *, job: Any = None) -> bool:
         """Producer side: take the queue-time lock the type asks for. True means enqueue the
         job; on a conflict the enqueue-side strategy runs (a token it returns counts as taken)."""
+        check_job_id(job_id)
         if not self._queued:
             return True
         reply = self._take(self._queue, job_id, 0.0)
@@ -339,6 +361,7 @@ class Lock:
         around ``fn`` (waiting up to ``timeout``); until_and_while_executing swaps the
         queue-time lock for the runtime lock in one script and re-locks if ``fn`` raises.
         """
+        check_job_id(job_id)
         kind = self.type
         if kind is _UNTIL_EXECUTED:
             result = fn()

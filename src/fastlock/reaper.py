@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -66,7 +65,8 @@ class Reaper:
         self.chunk = chunk
         self.interval = interval
         self.alive = alive
-        self._mutex = manager.lock("fastlock:reaper", ttl=lease, job_id=f"reaper-{uuid.uuid4().hex}")
+        # holder: this object in the calling thread and process (a Reaper forked along is another runner)
+        self._mutex = manager.lock("fastlock:reaper", ttl=lease)
         self._cursor = (0, "")
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None

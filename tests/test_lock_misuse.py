@@ -1,0 +1,127 @@
+"""Locks under misuse: one object shared by threads or across fork(), bad job ids, bad durations."""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+import pytest
+
+import fastlock
+
+
+def in_child(fn: Any) -> str:
+    """Run ``fn()`` in a forked child and return what it returned, as text."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            os.write(write, repr(fn()).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as pipe:
+        out = pipe.read()
+    os.waitpid(pid, 0)
+    return out
+
+
+# --- item 1: an object shared across fork() -------------------------------------------------
+
+
+def test_a_lock_built_before_fork_is_another_holder_in_the_child(client: Any) -> None:
+    lock = client.lock("forked", ttl=30)
+    with lock as token:
+        assert in_child(lambda: (lock.acquire(blocking=False), lock.release(), lock.locked())) == repr(
+            (None, None, True)
+        )
+        assert [h.token for h in lock.holders()] == [token]
+    child_token = in_child(lambda: lock.acquire(blocking=False))
+    assert child_token != "None"
+    assert lock.acquire(blocking=False) is None  # the child's holder is still there
+    assert [h.token for h in lock.holders()] == [int(child_token)]
+
+
+def test_a_reaper_built_before_fork_is_another_runner_in_the_child(client: Any) -> None:
+    reaper = client.locks.reaper()
+    assert reaper.run_once() is not None
+    reaper._mutex.acquire(blocking=False)
+    assert in_child(reaper.run_once) == "None"
+    assert reaper._mutex.locked()
+    reaper._mutex.release()
+
+
+# --- item 2: an object shared by threads ------------------------------------------------------
+
+
+def overlap(lock: fastlock.Lock, threads: int = 4, rounds: int = 15) -> int:
+    """Most threads inside ``with lock:`` at once, all threads using that one object."""
+    inside = most = 0
+    count = threading.Lock()
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        nonlocal inside, most
+        try:
+            for _ in range(rounds):
+                with lock:
+                    with count:
+                        inside += 1
+                        most = max(most, inside)
+                    threading.Event().wait(0.001)
+                    with count:
+                        inside -= 1
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    workers = [threading.Thread(target=run) for _ in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    assert errors == []
+    return most
+
+
+@pytest.mark.parametrize("limit", [1, 3])
+def test_threads_through_one_object_respect_the_limit(client: Any, limit: int) -> None:
+    lock = client.lock("threads", ttl=30, timeout=20, limit=limit)
+    assert 1 <= overlap(lock, threads=limit + 3) <= limit
+    assert not lock.locked()
+
+
+def test_the_default_holder_is_per_thread(client: Any) -> None:
+    lock = client.lock("mine", ttl=30)
+    token = lock.acquire()
+    seen: list[Any] = []
+    thread = threading.Thread(target=lambda: seen.extend((lock.job_id, lock.release(), lock.acquire())))
+    thread.start()
+    thread.join()
+    assert seen[0] != lock.job_id and seen[1:] == [None, None]
+    assert lock.release() == token
+
+
+def test_an_explicit_job_id_is_one_holder_everywhere(client: Any) -> None:
+    lock = client.lock("explicit", ttl=30, job_id="job-1")
+    token = lock.acquire()
+    assert in_child(lock.acquire) == repr(token)
+    assert lock.job_id == "job-1" and lock.release() == token
+
+
+# --- item 11: job ids are checked, never replaced by the default ------------------------------
+
+
+@pytest.mark.parametrize("bad", [0, "", b"job", 1.5, ["j"]])
+def test_bad_job_ids_are_refused_before_anything_is_sent(client: Any, bad: Any) -> None:
+    lock = client.lock("ids", ttl=30)
+    token = lock.acquire()
+    for call in (lock.acquire, lock.release, lock.extend, lock.enqueue):
+        with pytest.raises((TypeError, ValueError), match="job id"):
+            call(bad)
+    with pytest.raises((TypeError, ValueError), match="job id"):
+        lock.execute(bad, lambda: None)
+    with pytest.raises((TypeError, ValueError), match="job id"):
+        client.lock("ids", job_id=bad)
+    assert [h.token for h in lock.holders()] == [token]
+    assert lock.release() == token
