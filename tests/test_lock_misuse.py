@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 from typing import Any
@@ -9,6 +10,7 @@ from typing import Any
 import pytest
 
 import fastlock
+from fastlock._arguments import MAX_DURATION
 
 
 def in_child(fn: Any) -> str:
@@ -125,3 +127,35 @@ def test_bad_job_ids_are_refused_before_anything_is_sent(client: Any, bad: Any) 
         client.lock("ids", job_id=bad)
     assert [h.token for h in lock.holders()] == [token]
     assert lock.release() == token
+
+
+# --- item 10: every duration is bounded before anything is sent --------------------------------
+
+
+@pytest.mark.parametrize("bad", [math.inf, math.nan, -1.0, 1e16, MAX_DURATION * 2, "30", True])
+def test_bad_durations_are_refused_before_anything_is_sent(client: Any, bad: Any) -> None:
+    for options in ({"ttl": bad}, {"timeout": bad}, {"type": "until_expired", "ttl": bad}):
+        with pytest.raises((TypeError, ValueError), match=r"ttl|timeout"):
+            client.lock("durations", **options)
+    lock = client.lock("durations", ttl=30)
+    for blocking in (None, True, False):
+        with pytest.raises((TypeError, ValueError), match="timeout"):
+            lock.acquire(blocking=blocking, timeout=bad)
+    assert not lock.locked()
+    token = lock.acquire()
+    with pytest.raises((TypeError, ValueError), match="ttl"):
+        lock.extend(ttl=bad)
+    assert lock.holders()[0].ttl > 29 and lock.release() == token
+    for options in ({"lease": bad}, {"interval": bad}):
+        with pytest.raises((TypeError, ValueError), match=r"ttl|interval"):
+            client.locks.reaper(**options)
+    assert [key for key in client.execute("KEYS", "*") if not key.endswith(b":seq")] == []
+
+
+def test_the_longest_durations_are_taken(client: Any) -> None:
+    lock = client.lock("long", ttl=MAX_DURATION, timeout=MAX_DURATION)
+    token = lock.acquire()
+    assert lock.extend(ttl=MAX_DURATION) == token
+    ttl = lock.holders()[0].ttl
+    assert ttl is not None and ttl > MAX_DURATION - 60
+    assert lock.acquire("other", timeout=0.01) is None and lock.release() == token

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from . import _ids
+from ._arguments import duration_ms
 from .conflict import Conflict, Strategy, StrategySpec, resolve_strategy
 from .exceptions import (
     ArgumentError,
@@ -213,12 +214,10 @@ class Lock:
         on_conflict: StrategySpec | Mapping[str, StrategySpec] = None,
     ) -> None:
         kind = self.type = type if isinstance(type, LockType) else LockType.parse(type)
-        if ttl is not None and not ttl > 0:
-            raise ValueError(f"ttl must be positive seconds or None, not {ttl!r}")
+        ttl_ms = 0 if ttl is None else duration_ms(ttl, "ttl")
         if kind is _UNTIL_EXPIRED and ttl is None:
             raise ValueError("an until_expired lock needs a ttl")
-        if not timeout >= 0:
-            raise ValueError(f"timeout must be >= 0 seconds, not {timeout!r}")
+        duration_ms(timeout, "timeout", minimum_ms=0)
         if not 1 <= limit <= _MAX_LIMIT:
             raise ValueError(f"limit must be between 1 and {_MAX_LIMIT}, not {limit!r}")
         self.manager = manager
@@ -229,7 +228,7 @@ class Lock:
         self.limit = limit
         self._job_id = None if job_id is None else check_job_id(job_id)
         self._serial = f"{next(_serials):x}"
-        self._ttl_ms = 0 if ttl is None else (round(ttl * 1000) or 1)
+        self._ttl_ms = ttl_ms
         self._flags = manager.flags
         self._run = manager.run
         self._queued = kind.queued
@@ -301,10 +300,10 @@ class Lock:
     def extend(self, job_id: str | None = None, ttl: float | None = None) -> int | None:
         """Reset the expiry of ``job_id``'s slot to ``ttl`` seconds (default: the lock's):
         its fencing token, or ``None`` when it no longer holds the lock."""
-        ttl = self.ttl if ttl is None else ttl
-        if ttl is None or not ttl > 0:
-            raise ValueError("extend needs a positive ttl (the lock has none)")
-        token = self._run("lock_extend", self._scope.keys, (self._holder(job_id), max(1, round(ttl * 1000))))
+        if ttl is None and self.ttl is None:
+            raise ValueError("extend needs a ttl (the lock has none)")
+        ttl_ms = self._ttl_ms if ttl is None else duration_ms(ttl, "ttl")
+        token = self._run("lock_extend", self._scope.keys, (self._holder(job_id), ttl_ms))
         return token or None
 
     def locked(self) -> bool:
@@ -395,11 +394,13 @@ class Lock:
     # --- internals --------------------------------------------------------------------
 
     def _wait(self, blocking: bool | None, timeout: float | None) -> float:
+        if timeout is not None:
+            duration_ms(timeout, "timeout", minimum_ms=0)
         if blocking is False:
             return 0.0
         wait = self.timeout if timeout is None else timeout
         if blocking and not wait > 0:
-            raise LockError("a blocking acquire needs a timeout > 0 seconds (math.inf waits for ever)")
+            raise LockError("a blocking acquire needs a timeout > 0 seconds")
         return wait
 
     def _attempt(self, scope: Scope, job_id: str, flags: int, handoff: bool) -> Any:

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ._arguments import duration_ms
 from .locks import LockEntry
 
 if TYPE_CHECKING:
@@ -60,6 +61,7 @@ class Reaper:
     ) -> None:
         if batch < 1 or chunk < 1:
             raise ValueError("batch and chunk must be >= 1")
+        duration_ms(interval, "interval")
         self.manager = manager
         self.batch = batch
         self.chunk = chunk
