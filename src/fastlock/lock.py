@@ -108,11 +108,13 @@ _BY_NAME = {  # parse's fast path: every name and alias to its type
 
 @dataclass(frozen=True)
 class Holder:
-    """One holder of a lock: ``ttl`` is the seconds left before its slot expires (``None``: never)."""
+    """One holder of a lock: ``ttl`` is the seconds left before its slot expires (``None``: never);
+    ``runtime``: it holds the runtime (``:run``) scope."""
 
     job_id: str
     token: int
     ttl: float | None
+    runtime: bool = False
 
 
 @dataclass(frozen=True)
@@ -129,13 +131,13 @@ class LockInfo:
     runtime_holders: list[Holder]
 
 
-def parse_holders(reply: list[Any]) -> list[Holder]:
+def parse_holders(reply: list[Any], runtime: bool = False) -> list[Holder]:
     """Holders from a ``lock_inspect`` reply: ``[value, pttl, ...]``."""
     holders = []
     for i in range(0, len(reply), 2):
         token, _, job = reply[i].decode().split(":", 2)
         pttl = reply[i + 1]
-        holders.append(Holder(job, int(token), pttl / 1000 if pttl >= 0 else None))
+        holders.append(Holder(job, int(token), pttl / 1000 if pttl >= 0 else None, runtime))
     return holders
 
 
@@ -299,20 +301,34 @@ class Lock:
 
     def extend(self, job_id: str | None = None, ttl: float | None = None) -> int | None:
         """Reset the expiry of ``job_id``'s slot to ``ttl`` seconds (default: the lock's):
-        its fencing token, or ``None`` when it no longer holds the lock."""
+        its fencing token, or ``None`` when it no longer holds the lock. For
+        until_and_while_executing, whichever scope the job holds (the runtime lock while
+        it runs): that token."""
         if ttl is None and self.ttl is None:
             raise ValueError("extend needs a ttl (the lock has none)")
         ttl_ms = self._ttl_ms if ttl is None else duration_ms(ttl, "ttl")
-        token = self._run("lock_extend", self._scope.keys, (self._holder(job_id), ttl_ms))
+        keys = self._scope.keys
+        if self.type is _UNTIL_AND_WHILE_EXECUTING:
+            keys = (*self._runtime.keys, self._queue.wake, *self._queue.slots)
+        token = self._run("lock_extend", keys, (self._holder(job_id), ttl_ms, self.limit))
         return token or None
 
     def locked(self) -> bool:
-        """True when anyone holds the lock."""
-        return bool(self.manager.client.execute("EXISTS", *self._scope.slots))
+        """True when anyone holds the lock (for until_and_while_executing: either scope)."""
+        slots = self._scope.slots
+        if self.type is _UNTIL_AND_WHILE_EXECUTING:
+            slots = slots + self._runtime.slots
+        return bool(self.manager.client.execute("EXISTS", *slots))
 
     def holders(self) -> list[Holder]:
-        """Who holds the lock now, with their tokens and time left."""
-        return parse_holders(self._run("lock_inspect", self._scope.keys, ()))
+        """Who holds the lock now, with their tokens and time left (for
+        until_and_while_executing: the queue-time holders, then the runtime ones)."""
+        if self.type is _UNTIL_AND_WHILE_EXECUTING:
+            return self._inspect(self._queue) + self._inspect(self._runtime)
+        return self._inspect(self._scope)
+
+    def _inspect(self, scope: Scope) -> list[Holder]:
+        return parse_holders(self._run("lock_inspect", scope.keys, ()), scope is self._runtime_scope)
 
     def info(self) -> LockInfo:
         """Settings and holders (queue-time and runtime scopes)."""
@@ -323,8 +339,8 @@ class Lock:
             self.limit,
             self.ttl,
             self.timeout,
-            self.holders() if self.type.queued else [],
-            parse_holders(self._run("lock_inspect", self._runtime.keys, ())) if self.type.runtime else [],
+            self._inspect(self._queue) if self.type.queued else [],
+            self._inspect(self._runtime) if self.type.runtime else [],
         )
 
     def __enter__(self) -> int:

@@ -241,7 +241,7 @@ class LockManager:
     def inspect(self, digest: str, *, runtime: bool = False, limit: int | None = None) -> list[Holder]:
         """Holders of a digest's scope; ``limit`` defaults to the one tracked (else 1)."""
         scope = self.entry_scope(self._entry(digest, runtime, limit))
-        return parse_holders(self.run("lock_inspect", scope.keys, ()))
+        return parse_holders(self.run("lock_inspect", scope.keys, ()), runtime)
 
     def delete(self, digest: str, *, limit: int | None = None) -> int:
         """Delete a digest's locks (both scopes) whoever holds them; wakes their waiters.
