@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 import pytest
+from harness.servers import connect, roundtrip
 
 import fastlock
 from fastlock._arguments import MAX_DURATION
@@ -186,3 +187,51 @@ def test_a_long_until_and_while_executing_job_keeps_its_runtime_lock(client: Any
     assert worker.holders() == [] and worker.extend("1") is None
     assert other.enqueue("3") and [(h.job_id, h.runtime) for h in worker.holders()] == [("3", False)]
     assert worker.extend("3") is not None
+
+
+# --- item 16: a waiter that takes the wake-up and dies does not strand the others --------------
+
+
+def blocked_clients(client: fastlock.Client) -> int:
+    info = client.execute("INFO", "clients").decode()
+    return int(info.split("blocked_clients:")[1].split()[0])
+
+
+def wait_for(condition: Any) -> None:
+    deadline = time.monotonic() + 10
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached in 10 s"
+        time.sleep(0.005)
+
+
+@pytest.mark.parametrize("limit", [1, 2])
+def test_a_waiter_dying_with_the_wake_up_leaves_the_lock_to_a_live_waiter(
+    server: Any, client: Any, limit: int
+) -> None:
+    holders = [client.lock("lost-wake", ttl=30, limit=limit) for _ in range(limit)]
+    for holder in holders:
+        holder.acquire()
+    wake = holders[0]._queue.wake
+    ghost = connect(server.unix_path, timeout=20)  # a waiter that pops the wake-up, then dies
+    popped: list[bytes] = []
+    got: list[Any] = []
+
+    def die() -> None:
+        popped.append(roundtrip(ghost, "BLPOP", wake, 20))
+        ghost.close()
+
+    def wait() -> None:
+        got.append((client.lock("lost-wake", limit=limit).acquire(timeout=20), time.monotonic()))
+
+    dying, waiter = threading.Thread(target=die), threading.Thread(target=wait)
+    dying.start()
+    wait_for(lambda: blocked_clients(client) == 1)
+    waiter.start()
+    wait_for(lambda: blocked_clients(client) == 2)
+    released = time.monotonic()
+    assert holders[0].release() is not None
+    dying.join()
+    waiter.join()
+    assert popped[0].startswith(b"*2")  # the ghost took a wake-up and closed its connection
+    token, woke = got[0]
+    assert token is not None and woke - released < 5  # not the 20 s timeout, nor the 30 s net
