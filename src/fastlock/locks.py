@@ -13,7 +13,8 @@ Key layout (``P`` = prefix, ``b`` = the digest's bucket, ``int(digest[:8], 16) %
 Every key of a digest carries its bucket's hash tag ``{b}``, as do the bucket's index,
 counter and changelog, so each script touches one cluster slot. Buckets spread a
 namespace over ``buckets`` slots; there is no global key. A prefix that already holds a
-hash tag (``app:{locks}``) wins: everything then shares that one slot.
+hash tag (``app:{locks}``) wins: everything then shares that one slot. A prefix whose first
+``{`` is followed by ``}`` is refused (see :func:`check_prefix`).
 """
 
 from __future__ import annotations
@@ -75,6 +76,20 @@ class ChangelogEntry:
     token: int
 
 
+def check_prefix(prefix: str) -> str:
+    """``prefix`` unless its first ``{`` is followed by ``}``: such an empty hash tag makes the
+    server hash every key whole, so a script's keys would span cluster slots (``ValueError``).
+    Any other prefix works: a non-empty tag in it puts the namespace in that one slot, an
+    unclosed ``{`` merges into the bucket's tag."""
+    start = prefix.find("{")
+    if start >= 0 and prefix[start + 1 : start + 2] == "}":
+        raise ValueError(
+            f"lock prefix {prefix!r}: its first '{{' is followed by '}}', an empty hash tag, "
+            "so a lock's keys would hash to different cluster slots"
+        )
+    return prefix
+
+
 class LockManager:
     """A lock namespace on one client.
 
@@ -103,6 +118,7 @@ class LockManager:
             raise ValueError(f"buckets must be between 1 and 65536, not {buckets!r}")
         if max_history < 0:
             raise ValueError("max_history must be >= 0")
+        check_prefix(prefix)
         self.client = client
         self.prefix = prefix
         self.buckets = buckets
