@@ -235,3 +235,53 @@ def test_a_waiter_dying_with_the_wake_up_leaves_the_lock_to_a_live_waiter(
     assert popped[0].startswith(b"*2")  # the ghost took a wake-up and closed its connection
     token, woke = got[0]
     assert token is not None and woke - released < 5  # not the 20 s timeout, nor the 30 s net
+
+
+# --- item 20: a lock script's reply of an unexpected shape is a ProtocolError ------------------
+
+HOSTILE: list[tuple[str, str, str, Any]] = [
+    ("lock_acquire", "return -1", "until_executed", lambda lock: lock.acquire("j")),
+    ("lock_acquire", "return 0", "until_executed", lambda lock: lock.acquire("j")),
+    ("lock_acquire", "return 'x'", "until_executed", lambda lock: lock.acquire("j")),
+    ("lock_acquire", "return {}", "until_executed", lambda lock: lock.acquire("j", timeout=1)),
+    ("lock_acquire", "return {'a'}", "until_executed", lambda lock: lock.acquire("j", timeout=1)),
+    ("lock_acquire", "return {-1, 5}", "until_executed", lambda lock: lock.enqueue("j")),
+    ("lock_handoff", "return 'x'", "until_and_while_executing", lambda lock: lock.execute("j", int)),
+    ("lock_release", "return 'x'", "until_executed", lambda lock: lock.release("j")),
+    ("lock_release", "return -3", "until_executed", lambda lock: lock.release("j")),
+    ("lock_release", "return {1}", "until_executed", lambda lock: lock.execute("j", int)),
+    ("lock_extend", "return {1}", "until_executed", lambda lock: lock.extend("j")),
+    ("lock_extend", "return -1", "until_executed", lambda lock: lock.extend("j")),
+    ("lock_inspect", "return {'garbage', 5}", "until_executed", lambda lock: lock.holders()),
+    ("lock_inspect", "return {'1:0:j'}", "until_executed", lambda lock: lock.holders()),
+    ("lock_inspect", "return {'1:0:j', 'x'}", "until_executed", lambda lock: lock.info()),
+    ("lock_inspect", "return 7", "until_executed", lambda lock: lock.manager.inspect(lock.digest)),
+    ("lock_delete", "return 'x'", "until_executed", lambda lock: lock.manager.delete(lock.digest)),
+    ("lock_reap", "return {'x'}", "until_executed", lambda lock: lock.manager.reaper().run_once()),
+    ("lock_reap", "return 3", "until_executed", lambda lock: lock.manager.reaper().run_once()),
+    (
+        "lock_reap",
+        "return {0, 'nope', 1, '1:0:j'}",
+        "until_executed",
+        lambda lock: lock.manager.reaper(alive=lambda entry, job: False).run_once(),
+    ),
+    (
+        "lock_reap",
+        "return {0, ARGV[2], 2, '1:0:j'}",
+        "until_executed",
+        lambda lock: lock.manager.reaper(alive=lambda entry, job: False).run_once(),
+    ),
+]
+
+
+@pytest.mark.parametrize(("script", "source", "kind", "call"), HOSTILE)
+def test_an_unexpected_lock_script_reply_is_a_protocol_error(
+    redis_url: str, impl: str, script: str, source: str, kind: str, call: Any
+) -> None:
+    with fastlock.Client(redis_url) as normal:
+        normal.lock("hostile", ttl=30).acquire("real")  # tracked: the reaper has an entry to pass
+    with fastlock.Client(redis_url, impl=impl) as client:
+        client.register_script(source, name=script)
+        lock = client.lock("hostile", type=kind, ttl=30, on_conflict="raise")
+        with pytest.raises(fastlock.ProtocolError, match=script):
+            call(lock)

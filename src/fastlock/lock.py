@@ -17,6 +17,7 @@ import enum
 import itertools
 import logging
 import math
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -32,6 +33,7 @@ from .exceptions import (
     LockConflictError,
     LockError,
     LockNotOwnedError,
+    ProtocolError,
 )
 
 if TYPE_CHECKING:
@@ -131,14 +133,43 @@ class LockInfo:
     runtime_holders: list[Holder]
 
 
-def parse_holders(reply: list[Any], runtime: bool = False) -> list[Holder]:
+_SLOT = re.compile(rb"(\d+):[01]:(.+)", re.DOTALL)
+
+
+def unexpected_reply(script: str, reply: object) -> ProtocolError:
+    """The error for a reply no built-in ``script`` gives (another script under its name?)."""
+    return ProtocolError(f"unexpected reply from lock script {script}: {reply!r:.200}")
+
+
+def parse_slot(value: object, script: str) -> tuple[int, str]:
+    """``(token, job id)`` of a slot value ``b"<token>:<waited>:<job_id>"`` in ``script``'s reply."""
+    match = _SLOT.fullmatch(value) if type(value) is bytes else None
+    try:
+        if match is not None:
+            return int(match[1]), match[2].decode()
+    except UnicodeDecodeError:
+        pass
+    raise unexpected_reply(script, value)
+
+
+def parse_holders(reply: object, runtime: bool = False) -> list[Holder]:
     """Holders from a ``lock_inspect`` reply: ``[value, pttl, ...]``."""
+    if type(reply) is not list or len(reply) % 2:
+        raise unexpected_reply("lock_inspect", reply)
     holders = []
-    for i in range(0, len(reply), 2):
-        token, _, job = reply[i].decode().split(":", 2)
-        pttl = reply[i + 1]
-        holders.append(Holder(job, int(token), pttl / 1000 if pttl >= 0 else None, runtime))
+    for value, pttl in zip(reply[::2], reply[1::2], strict=True):
+        token, job = parse_slot(value, "lock_inspect")
+        if type(pttl) is not int:
+            raise unexpected_reply("lock_inspect", reply)
+        holders.append(Holder(job, token, pttl / 1000 if pttl >= 0 else None, runtime))
     return holders
+
+
+def token_reply(script: str, reply: object) -> int | None:
+    """A release or extend reply: the fencing token, ``None`` for 0 (nothing held)."""
+    if type(reply) is int and reply >= 0:
+        return reply or None
+    raise unexpected_reply(script, reply)
 
 
 def _token(reply: Any) -> int | None:
@@ -310,8 +341,9 @@ class Lock:
         keys = self._scope.keys
         if self.type is _UNTIL_AND_WHILE_EXECUTING:
             keys = (*self._runtime.keys, self._queue.wake, *self._queue.slots)
-        token = self._run("lock_extend", keys, (self._holder(job_id), ttl_ms, self.limit))
-        return token or None
+        return token_reply(
+            "lock_extend", self._run("lock_extend", keys, (self._holder(job_id), ttl_ms, self.limit))
+        )
 
     def locked(self) -> bool:
         """True when anyone holds the lock (for until_and_while_executing: either scope)."""
@@ -420,7 +452,8 @@ class Lock:
         return wait
 
     def _attempt(self, scope: Scope, job_id: str, flags: int, handoff: bool) -> Any:
-        """One acquire script call, re-sent once if its reply was lost (acquire is idempotent)."""
+        """One acquire script call, re-sent once if its reply was lost (acquire is idempotent):
+        the fencing token, or the conflict reply ``[ms to expiry, holders...]``."""
         max_history = self.manager.max_history
         keys: tuple[str, ...] = scope.keys
         args: tuple[Any, ...] = (job_id, scope.name, self._ttl_ms, flags, max_history)
@@ -430,11 +463,21 @@ class Lock:
             name, keys = "lock_handoff", (*queue.keys, *scope.keys[3:])
             args = (job_id, queue.name, scope.name, self._ttl_ms, flags, max_history)
         try:
-            return self._run(name, keys, args)
+            reply = self._run(name, keys, args)
         except ConnectionError as exc:
             if not exc.sent:
                 raise
-            return self._run(name, keys, args)
+            reply = self._run(name, keys, args)
+        if type(reply) is int and reply > 0:
+            return reply
+        if (
+            type(reply) is list
+            and reply
+            and type(reply[0]) is int
+            and all(type(h) is bytes for h in reply[1:])
+        ):
+            return reply
+        raise unexpected_reply(name, reply)
 
     def _take(self, scope: Scope, job_id: str, wait: float, *, handoff: bool = False) -> Any:
         """The fencing token, or the last conflict reply ``[ms to expiry, holders...]``."""

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from .cluster import hash_tag
 from .conflict import STRATEGIES, Strategy
 from .digest import Digester, HashFunction, check_digest
-from .lock import Holder, Lock, Scope, parse_holders
+from .lock import Holder, Lock, Scope, parse_holders, token_reply, unexpected_reply
 
 if TYPE_CHECKING:
     from .client import Client
@@ -195,7 +195,7 @@ class LockManager:
         """Release what ``job_id`` holds in ``scope`` (only the acquisition with fencing token
         ``token``, if given): the token freed, or ``None``."""
         args = (job_id, scope.name, token, self.track, self.max_history)
-        return self.run("lock_release", scope.keys, args) or None
+        return token_reply("lock_release", self.run("lock_release", scope.keys, args))
 
     # --- admin (bounded per call) -----------------------------------------------------
 
@@ -272,7 +272,9 @@ class LockManager:
 
     def _delete(self, entry: LockEntry) -> int:
         scope = self.entry_scope(entry)
-        deleted: int = self.run("lock_delete", scope.keys, (scope.name, self.max_history))
+        deleted = self.run("lock_delete", scope.keys, (scope.name, self.max_history))
+        if type(deleted) is not int or deleted < 0:
+            raise unexpected_reply("lock_delete", deleted)
         return deleted
 
     def changelog(self, digest: str, *, count: int = 100) -> list[ChangelogEntry]:
