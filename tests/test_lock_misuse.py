@@ -285,3 +285,38 @@ def test_an_unexpected_lock_script_reply_is_a_protocol_error(
         lock = client.lock("hostile", type=kind, ttl=30, on_conflict="raise")
         with pytest.raises(fastlock.ProtocolError, match=script):
             call(lock)
+
+
+# --- item 14: a server that may evict lock keys ------------------------------------------------
+
+
+def test_a_server_that_may_evict_any_key_is_refused_at_first_use(
+    server_factory: Any, impl: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    srv = server_factory(
+        extra_args=("--maxmemory-policy", "allkeys-lru"),
+        acl_users=[("app", "pw", "~* &* +@all -info -config"), ("cfg", "pw", "~* &* +@all -info")],
+    )
+    with fastlock.Client(srv.url, impl=impl) as client:
+        for _ in range(2):  # refused at every first use, not only once
+            with pytest.raises(fastlock.LockError, match="maxmemory-policy allkeys-lru"):
+                fastlock.LockManager(client).lock("evictable", ttl=30).acquire()
+        assert client.execute("DBSIZE") == 0
+        client.execute("CONFIG", "SET", "maxmemory-policy", "volatile-lru")
+        with caplog.at_level("WARNING", logger="fastlock.lock"):
+            assert fastlock.LockManager(client).lock("evictable", ttl=30).acquire() is not None
+        assert "maxmemory-policy volatile-lru" in caplog.text
+        caplog.clear()
+        client.execute("CONFIG", "SET", "maxmemory-policy", "noeviction")
+        with caplog.at_level("INFO", logger="fastlock.lock"):
+            assert fastlock.LockManager(client).lock("evictable", ttl=30).acquire("other") is None
+        assert "maxmemory" not in caplog.text
+        client.execute("CONFIG", "SET", "maxmemory-policy", "allkeys-lfu")
+    cfg = fastlock.Client(srv.url, impl=impl, username="cfg", password="pw")  # no INFO: CONFIG GET
+    with cfg, pytest.raises(fastlock.LockError, match="maxmemory-policy allkeys-lfu"):
+        fastlock.LockManager(cfg).lock("evictable", ttl=30).acquire()
+    # a user who may read neither INFO nor CONFIG: the policy is unknown, locks work, it is logged
+    with fastlock.Client(srv.url, impl=impl, username="app", password="pw") as client:
+        with caplog.at_level("INFO", logger="fastlock.lock"):
+            assert fastlock.LockManager(client).lock("evictable", ttl=30).acquire("other") is None
+        assert "cannot read maxmemory-policy" in caplog.text

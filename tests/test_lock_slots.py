@@ -147,23 +147,23 @@ def test_every_key_of_every_script_shares_one_slot(server: Any, redis_url: str, 
         assert scripts_run == expected
 
 
-def test_any_prefix_gives_one_slot_per_script_or_is_refused() -> None:
+def test_any_prefix_gives_one_slot_per_script_or_is_refused(redis_url: str) -> None:
     """Every prefix of up to 5 characters from ``{``, ``}``, ``a``, ``:``: either refused with
     ValueError, or every key a script of a digest can take (both scopes, limit 3, the bucket's
     index, counter, changelog) shares one slot. Refused: exactly the prefixes whose first
     ``{`` is followed by ``}`` (an empty hash tag makes the server hash each key whole)."""
-    client = fastlock.Client("redis://127.0.0.1:1")  # no connection is made
-    digests = [f"{i:08x}" + "0" * 56 for i in range(0, 2**32, 2**28)]
-    for size in range(6):
-        for chars in itertools.product("{}a:", repeat=size):
-            prefix = "".join(chars)
-            start = prefix.find("{")
-            if start >= 0 and prefix[start + 1 : start + 2] == "}":
-                with pytest.raises(ValueError, match="hash tag"):
-                    fastlock.LockManager(client, prefix=prefix, buckets=16)
-                continue
-            manager = fastlock.LockManager(client, prefix=prefix, buckets=16)
-            for digest in digests:
-                queue, runtime = manager.scope(digest, "", 3), manager.scope(digest, ":run", 3)
-                slots = {key_slot(key) for key in (*queue.keys, *runtime.keys)}
-                assert len(slots) == 1, (prefix, digest)
+    with fastlock.Client(redis_url) as client:  # for the eviction-policy check at first use
+        digests = [f"{i:08x}" + "0" * 56 for i in range(0, 2**32, 2**28)]
+        for size in range(6):
+            for chars in itertools.product("{}a:", repeat=size):
+                prefix = "".join(chars)
+                start = prefix.find("{")
+                if start >= 0 and prefix[start + 1 : start + 2] == "}":
+                    with pytest.raises(ValueError, match="hash tag"):
+                        fastlock.LockManager(client, prefix=prefix, buckets=16)
+                    continue
+                manager = fastlock.LockManager(client, prefix=prefix, buckets=16)
+                for digest in digests:
+                    queue, runtime = manager.scope(digest, "", 3), manager.scope(digest, ":run", 3)
+                    slots = {key_slot(key) for key in (*queue.keys, *runtime.keys)}
+                    assert len(slots) == 1, (prefix, digest)

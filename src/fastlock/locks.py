@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import logging
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -28,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from .cluster import hash_tag
 from .conflict import STRATEGIES, Strategy
 from .digest import Digester, HashFunction, check_digest
+from .exceptions import LockError, ResponseError
 from .lock import Holder, Lock, Scope, parse_holders, token_reply, unexpected_reply
 
 if TYPE_CHECKING:
@@ -36,7 +39,10 @@ if TYPE_CHECKING:
 
 __all__ = ["ChangelogEntry", "LockEntry", "LockManager"]
 
+logger = logging.getLogger("fastlock.lock")
+
 _BUCKETS_PER_CALL = 256
+_POLICY = re.compile(rb"^maxmemory_policy:(\S+)", re.MULTILINE)
 _SCOPES_CACHED = 1024  # scopes (key sets) kept per manager, least recently used dropped first
 
 
@@ -131,6 +137,7 @@ class LockManager:
         self._tagged = hash_tag(prefix.encode()) != prefix.encode()
         self.run = client.call
         self._scopes = functools.lru_cache(maxsize=_SCOPES_CACHED)(self._new_scope)
+        self._policy_checked = False
 
     # --- locks ------------------------------------------------------------------------
 
@@ -184,12 +191,51 @@ class LockManager:
         return self._scopes(digest, suffix, limit)
 
     def _new_scope(self, digest: str, suffix: str, limit: int) -> Scope:
+        if not self._policy_checked:
+            self._check_eviction_policy()
         bucket = self.bucket(digest)
         base = f"{self._bucket_prefix(bucket)}:{digest}{suffix}"
         slots = [base]
         if limit > 1:
             slots += [f"{base}:{i}" for i in range(1, limit)]
         return Scope(digest + suffix, self.bucket_keys(bucket), f"{base}:w", slots)
+
+    def _check_eviction_policy(self) -> None:
+        """At first use: refuse a server whose ``maxmemory-policy`` may evict any key
+        (``allkeys-*``: held locks and the fencing counter would go, tokens would restart),
+        warn when it may evict keys with a ttl (``volatile-*``: a held lock with a ttl may go
+        early, tokens stay monotonic). An unreadable policy is logged at INFO and assumed safe."""
+        policy = self._eviction_policy()
+        if policy is not None and policy.startswith("allkeys-"):
+            raise LockError(
+                f"the server's maxmemory-policy {policy} may evict held locks and the fencing "
+                "counters (two holders, tokens going backwards): use noeviction (or volatile-*) "
+                "on the server that holds locks"
+            )
+        if policy is not None and policy.startswith("volatile-"):
+            logger.warning(
+                "the server's maxmemory-policy %s may evict a held lock with a ttl under memory "
+                "pressure (fencing tokens stay increasing); noeviction is safe",
+                policy,
+            )
+        self._policy_checked = True
+
+    def _eviction_policy(self) -> str | None:
+        execute = self.client.execute
+        try:
+            found = _POLICY.search(execute("INFO", "memory"))
+            return found[1].decode() if found else None
+        except ResponseError as info_refused:
+            try:
+                reply = execute("CONFIG", "GET", "maxmemory-policy")
+                return reply[1].decode() if len(reply) == 2 else None
+            except ResponseError as config_refused:
+                logger.info(
+                    "cannot read maxmemory-policy (%s; %s): locks assume the server evicts no lock key",
+                    info_refused,
+                    config_refused,
+                )
+                return None
 
     def release_scope(self, scope: Scope, job_id: str, token: str | int = "") -> int | None:
         """Release what ``job_id`` holds in ``scope`` (only the acquisition with fencing token
