@@ -283,9 +283,10 @@ class Lock:
     def job_id(self) -> str:
         """The holder id of calls without one: the ``job_id`` given, else this object's id in
         the calling thread and process."""
-        return self._job_id or _ids.local.tag + self._serial
+        return self._holder(None)
 
     def _holder(self, job_id: str | None) -> str:
+        """``job_id`` checked, or the default holder id (see :attr:`job_id`)."""
         if job_id is None:
             return self._job_id or _ids.local.tag + self._serial
         return check_job_id(job_id)

@@ -105,7 +105,8 @@ class LockManager:
     ZREM per last release); ``fencing`` hands out tokens from the per-bucket counter (one
     INCR per acquire; off, every token is 1); ``max_history`` > 0 writes a per-bucket
     changelog stream of that length (one XADD per transition). ``strategies`` adds or
-    replaces conflict strategies by name (:mod:`fastlock.conflict`).
+    replaces conflict strategies by name (:mod:`fastlock.conflict`). At its first use the
+    manager reads the server's ``maxmemory-policy``: ``allkeys-*`` is refused (``LockError``).
     """
 
     def __init__(
