@@ -168,22 +168,22 @@ def test_the_longest_durations_are_taken(client: Any) -> None:
 
 def test_a_long_until_and_while_executing_job_keeps_its_runtime_lock(client: Any) -> None:
     worker, other = (
-        client.lock("long", type="until_and_while_executing", ttl=0.3, on_conflict={"execute": "raise"})
+        client.lock("long", type="until_and_while_executing", ttl=5, on_conflict={"execute": "raise"})
         for _ in range(2)
     )
     assert worker.enqueue("1")
 
-    def body() -> tuple[int | None, list[tuple[str, bool]], bool]:
-        token = worker.extend("1", ttl=30)
-        holders = [(h.job_id, h.runtime) for h in worker.holders()]
-        time.sleep(0.5)  # past the lock's ttl: only the extend keeps the runtime lock
+    def body() -> tuple[int | None, list[Any], bool]:
+        token = worker.extend("1", ttl=600)  # the heartbeat of a long job
         assert other.enqueue("2")
         with pytest.raises(fastlock.LockConflictError):
             other.execute("2", lambda: None)
-        return token, holders, worker.locked()
+        return token, worker.holders(), worker.locked()
 
     token, holders, locked = worker.execute("1", body)
-    assert token is not None and holders == [("1", True)] and locked
+    assert token is not None and locked
+    assert [(h.job_id, h.token, h.runtime) for h in holders] == [("1", token, True)]
+    assert holders[0].ttl is not None and holders[0].ttl > 500  # extended the runtime lock
     assert worker.holders() == [] and worker.extend("1") is None
     assert other.enqueue("3") and [(h.job_id, h.runtime) for h in worker.holders()] == [("3", False)]
     assert worker.extend("3") is not None
