@@ -127,6 +127,10 @@ def test_bad_job_ids_are_refused_before_anything_is_sent(client: Any, bad: Any) 
         lock.execute(bad, lambda: None)
     with pytest.raises((TypeError, ValueError), match="job id"):
         client.lock("ids", job_id=bad)
+    conflicts: list[fastlock.Conflict] = []
+    client.lock("ids", ttl=30, on_conflict=conflicts.append).enqueue("other")
+    with pytest.raises((TypeError, ValueError), match="job id"):
+        conflicts[0].evict(bad)
     assert [h.token for h in lock.holders()] == [token]
     assert lock.release() == token
 

@@ -510,7 +510,7 @@ class Lock:
             side,
             tuple(holder.decode() for holder in reply[1:]),
             job,
-            _evict=lambda holder: self.manager.release_scope(scope, holder),
+            _evict=lambda holder: self.manager.release_scope(scope, check_job_id(holder)),
             _retry=lambda: _token(self._take(scope, job_id, 0.0)),
         )
         return strategy(conflict)
