@@ -19,7 +19,7 @@ end
 if deleted > 0 then
   redis.call("DEL", unpack(KEYS, 5))
   if waited then
-    wake_waiters(4, deleted)
+    wake_waiters(4, deleted, limit)
   end
 end
 redis.call("ZREM", KEYS[1], scope .. "#" .. limit)

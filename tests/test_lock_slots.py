@@ -9,6 +9,7 @@ ZSCAN, ...) must be single-slot too.
 
 from __future__ import annotations
 
+import itertools
 import re
 import socket
 import threading
@@ -17,6 +18,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 import fastlock
 from fastlock.cluster import key_slot
@@ -77,9 +80,9 @@ def monitor(path: str) -> Iterator[list[str]]:
     out.append("".join(chunks))
 
 
-def lifecycle(client: Any) -> None:
+def lifecycle(client: Any, prefix: str = "fastlock") -> None:
     """Run every lock script and admin entry point at least once."""
-    manager = fastlock.LockManager(client, buckets=8, max_history=50)
+    manager = fastlock.LockManager(client, prefix=prefix, buckets=8, max_history=50)
     lock = manager.lock("slots", ttl=30)
     lock.acquire("a")
     lock.acquire("a")
@@ -107,11 +110,12 @@ def lifecycle(client: Any) -> None:
     manager.delete_matching("*")
 
 
-def test_every_key_of_every_script_shares_one_slot(server: Any, redis_url: str) -> None:
+@pytest.mark.parametrize("prefix", ["fastlock", "app:{locks}", "{", "}", "a{b", "}{", "x}{y", "{a{}}"])
+def test_every_key_of_every_script_shares_one_slot(server: Any, redis_url: str, prefix: str) -> None:
     with fastlock.Client(redis_url) as client:
         client.execute("PING")
         with monitor(server.unix_path) as recorded:
-            lifecycle(client)
+            lifecycle(client, prefix)
         names = {script.sha.encode(): name for name, script in client.scripts.loaded.items()}
         getkeys: dict[tuple[bytes, ...], list[bytes]] = {}
 
@@ -141,3 +145,25 @@ def test_every_key_of_every_script_shares_one_slot(server: Any, redis_url: str) 
             script = (names[args[1]], set(keys)) if name == b"EVALSHA" else None
         expected = {path.stem for path in LUA.glob("lock_*.lua")}
         assert scripts_run == expected
+
+
+def test_any_prefix_gives_one_slot_per_script_or_is_refused(redis_url: str) -> None:
+    """Every prefix of up to 5 characters from ``{``, ``}``, ``a``, ``:``: either refused with
+    ValueError, or every key a script of a digest can take (both scopes, limit 3, the bucket's
+    index, counter, changelog) shares one slot. Refused: exactly the prefixes whose first
+    ``{`` is followed by ``}`` (an empty hash tag makes the server hash each key whole)."""
+    with fastlock.Client(redis_url) as client:  # for the eviction-policy check at first use
+        digests = [f"{i:08x}" + "0" * 56 for i in range(0, 2**32, 2**28)]
+        for size in range(6):
+            for chars in itertools.product("{}a:", repeat=size):
+                prefix = "".join(chars)
+                start = prefix.find("{")
+                if start >= 0 and prefix[start + 1 : start + 2] == "}":
+                    with pytest.raises(ValueError, match="hash tag"):
+                        fastlock.LockManager(client, prefix=prefix, buckets=16)
+                    continue
+                manager = fastlock.LockManager(client, prefix=prefix, buckets=16)
+                for digest in digests:
+                    queue, runtime = manager.scope(digest, "", 3), manager.scope(digest, ":run", 3)
+                    slots = {key_slot(key) for key in (*queue.keys, *runtime.keys)}
+                    assert len(slots) == 1, (prefix, digest)

@@ -22,7 +22,7 @@ local function release(wake, limit, scope, job, expect, track, max_history)
   end
   redis.call("DEL", KEYS[first + freed - 1])
   if waited == "1" then
-    wake_waiters(wake, 1)
+    wake_waiters(wake, 1, limit)
   end
   if track and held == 0 then
     redis.call("ZREM", KEYS[1], scope .. "#" .. limit)

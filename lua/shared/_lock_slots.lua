@@ -30,12 +30,17 @@ local function changelog(max_history, event, scope, job, token)
   end
 end
 
--- Wake `n` blocked acquirers of the scope whose wake list is KEYS[wake].
-local function wake_waiters(wake, n)
+-- Wake `n` blocked acquirers of the scope whose wake list is KEYS[wake], plus one spare: a
+-- waiter that pops a wake-up and dies before its acquire (killed, interrupted) would
+-- otherwise leave the others asleep while a slot is free. The spare's waiter retries at once
+-- and, finding the slot taken, flags its holder and sleeps again. Unclaimed wake-ups are
+-- capped at `limit` + 1 (one per slot that can be free, plus the spare).
+local function wake_waiters(wake, n, limit)
   local tokens = {}
-  for i = 1, n do
+  for i = 1, n + 1 do
     tokens[i] = "1"
   end
   redis.call("LPUSH", KEYS[wake], unpack(tokens))
+  redis.call("LTRIM", KEYS[wake], 0, limit)
   redis.call("PEXPIRE", KEYS[wake], WAKE_TTL_MS)
 end

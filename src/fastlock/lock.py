@@ -17,14 +17,24 @@ import enum
 import itertools
 import logging
 import math
-import os
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from . import _ids
+from ._arguments import duration_ms
 from .conflict import Conflict, Strategy, StrategySpec, resolve_strategy
-from .exceptions import ConnectionError, LockConflictError, LockError, LockNotOwnedError
+from .exceptions import (
+    ArgumentError,
+    ArgumentTypeError,
+    ConnectionError,
+    LockConflictError,
+    LockError,
+    LockNotOwnedError,
+    ProtocolError,
+)
 
 if TYPE_CHECKING:
     from .locks import LockManager
@@ -100,11 +110,13 @@ _BY_NAME = {  # parse's fast path: every name and alias to its type
 
 @dataclass(frozen=True)
 class Holder:
-    """One holder of a lock: ``ttl`` is the seconds left before its slot expires (``None``: never)."""
+    """One holder of a lock: ``ttl`` is the seconds left before its slot expires (``None``: never);
+    ``runtime``: it holds the runtime (``:run``) scope."""
 
     job_id: str
     token: int
     ttl: float | None
+    runtime: bool = False
 
 
 @dataclass(frozen=True)
@@ -121,31 +133,59 @@ class LockInfo:
     runtime_holders: list[Holder]
 
 
-def parse_holders(reply: list[Any]) -> list[Holder]:
+_SLOT = re.compile(rb"(\d+):[01]:(.+)", re.DOTALL)
+
+
+def unexpected_reply(script: str, reply: object) -> ProtocolError:
+    """The error for a reply no built-in ``script`` gives (another script under its name?)."""
+    return ProtocolError(f"unexpected reply from lock script {script}: {reply!r:.200}")
+
+
+def parse_slot(value: object, script: str) -> tuple[int, str]:
+    """``(token, job id)`` of a slot value ``b"<token>:<waited>:<job_id>"`` in ``script``'s reply."""
+    match = _SLOT.fullmatch(value) if type(value) is bytes else None
+    try:
+        if match is not None:
+            return int(match[1]), match[2].decode()
+    except UnicodeDecodeError:
+        pass
+    raise unexpected_reply(script, value)
+
+
+def parse_holders(reply: object, runtime: bool = False) -> list[Holder]:
     """Holders from a ``lock_inspect`` reply: ``[value, pttl, ...]``."""
+    if type(reply) is not list or len(reply) % 2:
+        raise unexpected_reply("lock_inspect", reply)
     holders = []
-    for i in range(0, len(reply), 2):
-        token, _, job = reply[i].decode().split(":", 2)
-        pttl = reply[i + 1]
-        holders.append(Holder(job, int(token), pttl / 1000 if pttl >= 0 else None))
+    for value, pttl in zip(reply[::2], reply[1::2], strict=True):
+        token, job = parse_slot(value, "lock_inspect")
+        if type(pttl) is not int:
+            raise unexpected_reply("lock_inspect", reply)
+        holders.append(Holder(job, token, pttl / 1000 if pttl >= 0 else None, runtime))
     return holders
+
+
+def token_reply(script: str, reply: object) -> int | None:
+    """A release or extend reply: the fencing token, ``None`` for 0 (nothing held)."""
+    if type(reply) is int and reply >= 0:
+        return reply or None
+    raise unexpected_reply(script, reply)
 
 
 def _token(reply: Any) -> int | None:
     return reply if type(reply) is int else None
 
 
-def _new_job_ids() -> None:
-    """Start this process's default job ids: a random 64-bit prefix, then a counter (32 hex
-    digits in all); a forked child starts its own."""
-    global _next_job_id
-    prefix, count = os.urandom(8).hex(), itertools.count()
-    _next_job_id = lambda: f"{prefix}{next(count):016x}"  # noqa: E731
+def check_job_id(job_id: object) -> str:
+    """``job_id`` if it is a non-empty ``str``; else ``ArgumentTypeError`` or ``ArgumentError``."""
+    if isinstance(job_id, str):
+        if job_id:
+            return job_id
+        raise ArgumentError("a job id must be a non-empty str, not ''")
+    raise ArgumentTypeError(f"a job id must be a non-empty str, not {type(job_id).__qualname__!r}")
 
 
-_next_job_id: Callable[[], str]
-_new_job_ids()
-os.register_at_fork(after_in_child=_new_job_ids)
+_serials = itertools.count()  # numbers Lock objects; with the thread's tag, the default job id
 
 
 class Scope:
@@ -166,22 +206,25 @@ class Lock:
     :meth:`LockManager.lock <fastlock.LockManager.lock>`.
 
     Every object acting on one digest must use the same ``type`` and ``limit`` (they are
-    part of the job's definition, as in sidekiq-unique-jobs). ``job_id`` is the default
-    holder id of this object (unique if omitted): one object is one holder unless job ids
-    are passed explicitly.
+    part of the job's definition, as in sidekiq-unique-jobs). ``job_id`` is the holder id
+    the primitives use when called without one: if omitted, an id unique to this object
+    *and the calling thread and process*, so threads sharing the object (and processes
+    forked after it was built) are distinct holders; a given ``job_id`` is one holder
+    wherever it is used.
     """
 
     __slots__ = (
         "_flags",
+        "_job_id",
         "_main_scope",
         "_queue_scope",
         "_queued",
         "_run",
         "_runtime_scope",
+        "_serial",
         "_strategies",
         "_ttl_ms",
         "digest",
-        "job_id",
         "limit",
         "manager",
         "name",
@@ -204,12 +247,10 @@ class Lock:
         on_conflict: StrategySpec | Mapping[str, StrategySpec] = None,
     ) -> None:
         kind = self.type = type if isinstance(type, LockType) else LockType.parse(type)
-        if ttl is not None and not ttl > 0:
-            raise ValueError(f"ttl must be positive seconds or None, not {ttl!r}")
+        ttl_ms = 0 if ttl is None else duration_ms(ttl, "ttl")
         if kind is _UNTIL_EXPIRED and ttl is None:
             raise ValueError("an until_expired lock needs a ttl")
-        if not timeout >= 0:
-            raise ValueError(f"timeout must be >= 0 seconds, not {timeout!r}")
+        duration_ms(timeout, "timeout", minimum_ms=0)
         if not 1 <= limit <= _MAX_LIMIT:
             raise ValueError(f"limit must be between 1 and {_MAX_LIMIT}, not {limit!r}")
         self.manager = manager
@@ -218,8 +259,9 @@ class Lock:
         self.ttl = ttl
         self.timeout = timeout
         self.limit = limit
-        self.job_id = job_id or _next_job_id()
-        self._ttl_ms = 0 if ttl is None else (round(ttl * 1000) or 1)
+        self._job_id = None if job_id is None else check_job_id(job_id)
+        self._serial = f"{next(_serials):x}"
+        self._ttl_ms = ttl_ms
         self._flags = manager.flags
         self._run = manager.run
         self._queued = kind.queued
@@ -236,6 +278,18 @@ class Lock:
                 self._strategies["execute"] = resolve_strategy(
                     forced or on_conflict, "execute", manager.strategies
                 )
+
+    @property
+    def job_id(self) -> str:
+        """The holder id of calls without one: the ``job_id`` given, else this object's id in
+        the calling thread and process."""
+        return self._holder(None)
+
+    def _holder(self, job_id: str | None) -> str:
+        """``job_id`` checked, or the default holder id (see :attr:`job_id`)."""
+        if job_id is None:
+            return self._job_id or _ids.local.tag + self._serial
+        return check_job_id(job_id)
 
     @property
     def _queue(self) -> Scope:
@@ -271,28 +325,43 @@ class Lock:
         """
         wait = self._wait(blocking, timeout)
         scope = self._main_scope or self._scope  # the attribute first: no property call once built
-        return _token(self._take(scope, job_id or self.job_id, wait))
+        return _token(self._take(scope, self._holder(job_id), wait))
 
     def release(self, job_id: str | None = None) -> int | None:
         """Release what ``job_id`` holds: the fencing token freed, or ``None`` if it held nothing."""
-        return self.manager.release_scope(self._main_scope or self._scope, job_id or self.job_id)
+        return self.manager.release_scope(self._main_scope or self._scope, self._holder(job_id))
 
     def extend(self, job_id: str | None = None, ttl: float | None = None) -> int | None:
         """Reset the expiry of ``job_id``'s slot to ``ttl`` seconds (default: the lock's):
-        its fencing token, or ``None`` when it no longer holds the lock."""
-        ttl = self.ttl if ttl is None else ttl
-        if ttl is None or not ttl > 0:
-            raise ValueError("extend needs a positive ttl (the lock has none)")
-        token = self._run("lock_extend", self._scope.keys, (job_id or self.job_id, max(1, round(ttl * 1000))))
-        return token or None
+        its fencing token, or ``None`` when it no longer holds the lock. For
+        until_and_while_executing, whichever scope the job holds (the runtime lock while
+        it runs): that token."""
+        if ttl is None and self.ttl is None:
+            raise ValueError("extend needs a ttl (the lock has none)")
+        ttl_ms = self._ttl_ms if ttl is None else duration_ms(ttl, "ttl")
+        keys = self._scope.keys
+        if self.type is _UNTIL_AND_WHILE_EXECUTING:
+            keys = (*self._runtime.keys, self._queue.wake, *self._queue.slots)
+        return token_reply(
+            "lock_extend", self._run("lock_extend", keys, (self._holder(job_id), ttl_ms, self.limit))
+        )
 
     def locked(self) -> bool:
-        """True when anyone holds the lock."""
-        return bool(self.manager.client.execute("EXISTS", *self._scope.slots))
+        """True when anyone holds the lock (for until_and_while_executing: either scope)."""
+        slots = self._scope.slots
+        if self.type is _UNTIL_AND_WHILE_EXECUTING:
+            slots = slots + self._runtime.slots
+        return bool(self.manager.client.execute("EXISTS", *slots))
 
     def holders(self) -> list[Holder]:
-        """Who holds the lock now, with their tokens and time left."""
-        return parse_holders(self._run("lock_inspect", self._scope.keys, ()))
+        """Who holds the lock now, with their tokens and time left (for
+        until_and_while_executing: the queue-time holders, then the runtime ones)."""
+        if self.type is _UNTIL_AND_WHILE_EXECUTING:
+            return self._inspect(self._queue) + self._inspect(self._runtime)
+        return self._inspect(self._scope)
+
+    def _inspect(self, scope: Scope) -> list[Holder]:
+        return parse_holders(self._run("lock_inspect", scope.keys, ()), scope is self._runtime_scope)
 
     def info(self) -> LockInfo:
         """Settings and holders (queue-time and runtime scopes)."""
@@ -303,8 +372,8 @@ class Lock:
             self.limit,
             self.ttl,
             self.timeout,
-            self.holders() if self.type.queued else [],
-            parse_holders(self._run("lock_inspect", self._runtime.keys, ())) if self.type.runtime else [],
+            self._inspect(self._queue) if self.type.queued else [],
+            self._inspect(self._runtime) if self.type.runtime else [],
         )
 
     def __enter__(self) -> int:
@@ -322,6 +391,7 @@ class Lock:
     def enqueue(self, job_id: str, *, job: Any = None) -> bool:
         """Producer side: take the queue-time lock the type asks for. True means enqueue the
         job; on a conflict the enqueue-side strategy runs (a token it returns counts as taken)."""
+        check_job_id(job_id)
         if not self._queued:
             return True
         reply = self._take(self._queue, job_id, 0.0)
@@ -339,6 +409,7 @@ class Lock:
         around ``fn`` (waiting up to ``timeout``); until_and_while_executing swaps the
         queue-time lock for the runtime lock in one script and re-locks if ``fn`` raises.
         """
+        check_job_id(job_id)
         kind = self.type
         if kind is _UNTIL_EXECUTED:
             result = fn()
@@ -372,15 +443,18 @@ class Lock:
     # --- internals --------------------------------------------------------------------
 
     def _wait(self, blocking: bool | None, timeout: float | None) -> float:
+        if timeout is not None:
+            duration_ms(timeout, "timeout", minimum_ms=0)
         if blocking is False:
             return 0.0
         wait = self.timeout if timeout is None else timeout
         if blocking and not wait > 0:
-            raise LockError("a blocking acquire needs a timeout > 0 seconds (math.inf waits for ever)")
+            raise LockError("a blocking acquire needs a timeout > 0 seconds")
         return wait
 
     def _attempt(self, scope: Scope, job_id: str, flags: int, handoff: bool) -> Any:
-        """One acquire script call, re-sent once if its reply was lost (acquire is idempotent)."""
+        """One acquire script call, re-sent once if its reply was lost (acquire is idempotent):
+        the fencing token, or the conflict reply ``[ms to expiry, holders...]``."""
         max_history = self.manager.max_history
         keys: tuple[str, ...] = scope.keys
         args: tuple[Any, ...] = (job_id, scope.name, self._ttl_ms, flags, max_history)
@@ -390,11 +464,21 @@ class Lock:
             name, keys = "lock_handoff", (*queue.keys, *scope.keys[3:])
             args = (job_id, queue.name, scope.name, self._ttl_ms, flags, max_history)
         try:
-            return self._run(name, keys, args)
+            reply = self._run(name, keys, args)
         except ConnectionError as exc:
             if not exc.sent:
                 raise
-            return self._run(name, keys, args)
+            reply = self._run(name, keys, args)
+        if type(reply) is int and reply > 0:
+            return reply
+        if (
+            type(reply) is list
+            and reply
+            and type(reply[0]) is int
+            and all(type(h) is bytes for h in reply[1:])
+        ):
+            return reply
+        raise unexpected_reply(name, reply)
 
     def _take(self, scope: Scope, job_id: str, wait: float, *, handoff: bool = False) -> Any:
         """The fencing token, or the last conflict reply ``[ms to expiry, holders...]``."""
@@ -426,7 +510,7 @@ class Lock:
             side,
             tuple(holder.decode() for holder in reply[1:]),
             job,
-            _evict=lambda holder: self.manager.release_scope(scope, holder),
+            _evict=lambda holder: self.manager.release_scope(scope, check_job_id(holder)),
             _retry=lambda: _token(self._take(scope, job_id, 0.0)),
         )
         return strategy(conflict)

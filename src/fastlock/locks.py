@@ -13,13 +13,16 @@ Key layout (``P`` = prefix, ``b`` = the digest's bucket, ``int(digest[:8], 16) %
 Every key of a digest carries its bucket's hash tag ``{b}``, as do the bucket's index,
 counter and changelog, so each script touches one cluster slot. Buckets spread a
 namespace over ``buckets`` slots; there is no global key. A prefix that already holds a
-hash tag (``app:{locks}``) wins: everything then shares that one slot.
+hash tag (``app:{locks}``) wins: everything then shares that one slot. A prefix whose first
+``{`` is followed by ``}`` is refused (see :func:`check_prefix`).
 """
 
 from __future__ import annotations
 
 import fnmatch
 import functools
+import logging
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -27,7 +30,8 @@ from typing import TYPE_CHECKING, Any
 from .cluster import hash_tag
 from .conflict import STRATEGIES, Strategy
 from .digest import Digester, HashFunction, check_digest
-from .lock import Holder, Lock, Scope, parse_holders
+from .exceptions import LockError, ResponseError
+from .lock import Holder, Lock, Scope, parse_holders, token_reply, unexpected_reply
 
 if TYPE_CHECKING:
     from .client import Client
@@ -35,7 +39,10 @@ if TYPE_CHECKING:
 
 __all__ = ["ChangelogEntry", "LockEntry", "LockManager"]
 
+logger = logging.getLogger("fastlock.lock")
+
 _BUCKETS_PER_CALL = 256
+_POLICY = re.compile(rb"^maxmemory_policy:(\S+)", re.MULTILINE)
 _SCOPES_CACHED = 1024  # scopes (key sets) kept per manager, least recently used dropped first
 
 
@@ -75,6 +82,20 @@ class ChangelogEntry:
     token: int
 
 
+def check_prefix(prefix: str) -> str:
+    """``prefix`` unless its first ``{`` is followed by ``}``: such an empty hash tag makes the
+    server hash every key whole, so a script's keys would span cluster slots (``ValueError``).
+    Any other prefix works: a non-empty tag in it puts the namespace in that one slot, an
+    unclosed ``{`` merges into the bucket's tag."""
+    start = prefix.find("{")
+    if start >= 0 and prefix[start + 1 : start + 2] == "}":
+        raise ValueError(
+            f"lock prefix {prefix!r}: its first '{{' is followed by '}}', an empty hash tag, "
+            "so a lock's keys would hash to different cluster slots"
+        )
+    return prefix
+
+
 class LockManager:
     """A lock namespace on one client.
 
@@ -84,7 +105,8 @@ class LockManager:
     ZREM per last release); ``fencing`` hands out tokens from the per-bucket counter (one
     INCR per acquire; off, every token is 1); ``max_history`` > 0 writes a per-bucket
     changelog stream of that length (one XADD per transition). ``strategies`` adds or
-    replaces conflict strategies by name (:mod:`fastlock.conflict`).
+    replaces conflict strategies by name (:mod:`fastlock.conflict`). At its first use the
+    manager reads the server's ``maxmemory-policy``: ``allkeys-*`` is refused (``LockError``).
     """
 
     def __init__(
@@ -103,6 +125,7 @@ class LockManager:
             raise ValueError(f"buckets must be between 1 and 65536, not {buckets!r}")
         if max_history < 0:
             raise ValueError("max_history must be >= 0")
+        check_prefix(prefix)
         self.client = client
         self.prefix = prefix
         self.buckets = buckets
@@ -115,6 +138,7 @@ class LockManager:
         self._tagged = hash_tag(prefix.encode()) != prefix.encode()
         self.run = client.call
         self._scopes = functools.lru_cache(maxsize=_SCOPES_CACHED)(self._new_scope)
+        self._policy_checked = False
 
     # --- locks ------------------------------------------------------------------------
 
@@ -168,6 +192,8 @@ class LockManager:
         return self._scopes(digest, suffix, limit)
 
     def _new_scope(self, digest: str, suffix: str, limit: int) -> Scope:
+        if not self._policy_checked:
+            self._check_eviction_policy()
         bucket = self.bucket(digest)
         base = f"{self._bucket_prefix(bucket)}:{digest}{suffix}"
         slots = [base]
@@ -175,11 +201,48 @@ class LockManager:
             slots += [f"{base}:{i}" for i in range(1, limit)]
         return Scope(digest + suffix, self.bucket_keys(bucket), f"{base}:w", slots)
 
+    def _check_eviction_policy(self) -> None:
+        """At first use: refuse a server whose ``maxmemory-policy`` may evict any key
+        (``allkeys-*``: held locks and the fencing counter would go, tokens would restart),
+        warn when it may evict keys with a ttl (``volatile-*``: a held lock with a ttl may go
+        early, tokens stay monotonic). An unreadable policy is logged at INFO and assumed safe."""
+        policy = self._eviction_policy()
+        if policy is not None and policy.startswith("allkeys-"):
+            raise LockError(
+                f"the server's maxmemory-policy {policy} may evict held locks and the fencing "
+                "counters (two holders, tokens going backwards): use noeviction (or volatile-*) "
+                "on the server that holds locks"
+            )
+        if policy is not None and policy.startswith("volatile-"):
+            logger.warning(
+                "the server's maxmemory-policy %s may evict a held lock with a ttl under memory "
+                "pressure (fencing tokens stay increasing); noeviction is safe",
+                policy,
+            )
+        self._policy_checked = True
+
+    def _eviction_policy(self) -> str | None:
+        execute = self.client.execute
+        try:
+            found = _POLICY.search(execute("INFO", "memory"))
+            return found[1].decode() if found else None
+        except ResponseError as info_refused:
+            try:
+                reply = execute("CONFIG", "GET", "maxmemory-policy")
+                return reply[1].decode() if len(reply) == 2 else None
+            except ResponseError as config_refused:
+                logger.info(
+                    "cannot read maxmemory-policy (%s; %s): locks assume the server evicts no lock key",
+                    info_refused,
+                    config_refused,
+                )
+                return None
+
     def release_scope(self, scope: Scope, job_id: str, token: str | int = "") -> int | None:
         """Release what ``job_id`` holds in ``scope`` (only the acquisition with fencing token
         ``token``, if given): the token freed, or ``None``."""
         args = (job_id, scope.name, token, self.track, self.max_history)
-        return self.run("lock_release", scope.keys, args) or None
+        return token_reply("lock_release", self.run("lock_release", scope.keys, args))
 
     # --- admin (bounded per call) -----------------------------------------------------
 
@@ -241,7 +304,7 @@ class LockManager:
     def inspect(self, digest: str, *, runtime: bool = False, limit: int | None = None) -> list[Holder]:
         """Holders of a digest's scope; ``limit`` defaults to the one tracked (else 1)."""
         scope = self.entry_scope(self._entry(digest, runtime, limit))
-        return parse_holders(self.run("lock_inspect", scope.keys, ()))
+        return parse_holders(self.run("lock_inspect", scope.keys, ()), runtime)
 
     def delete(self, digest: str, *, limit: int | None = None) -> int:
         """Delete a digest's locks (both scopes) whoever holds them; wakes their waiters.
@@ -256,7 +319,9 @@ class LockManager:
 
     def _delete(self, entry: LockEntry) -> int:
         scope = self.entry_scope(entry)
-        deleted: int = self.run("lock_delete", scope.keys, (scope.name, self.max_history))
+        deleted = self.run("lock_delete", scope.keys, (scope.name, self.max_history))
+        if type(deleted) is not int or deleted < 0:
+            raise unexpected_reply("lock_delete", deleted)
         return deleted
 
     def changelog(self, digest: str, *, count: int = 100) -> list[ChangelogEntry]:

@@ -19,14 +19,16 @@ from __future__ import annotations
 
 import logging
 import threading
-import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ._arguments import duration_ms
+from .lock import parse_slot, unexpected_reply
 from .locks import LockEntry
 
 if TYPE_CHECKING:
+    from .lock import Scope
     from .locks import LockManager
 
 __all__ = ["ReapResult", "Reaper"]
@@ -45,6 +47,21 @@ class ReapResult:
     released: int
 
 
+def _live(
+    reply: list[Any], by_scope: dict[bytes, tuple[LockEntry, Scope]]
+) -> Iterator[tuple[LockEntry, Scope, list[tuple[int, str]]]]:
+    """The live entries of a ``lock_reap`` reply ``[dropped, (scope, n, value * n)...]``:
+    each entry, its scope and its holders' ``(token, job id)``."""
+    i = 1
+    while i < len(reply):
+        found = by_scope.get(reply[i]) if type(reply[i]) is bytes else None
+        count = reply[i + 1] if i + 1 < len(reply) else None
+        if found is None or type(count) is not int or not 0 < count <= len(reply) - i - 2:
+            raise unexpected_reply("lock_reap", reply)
+        yield *found, [parse_slot(value, "lock_reap") for value in reply[i + 2 : i + 2 + count]]
+        i += 2 + count
+
+
 class Reaper:
     """Reaps one lock namespace: ``run_once()`` for one bounded pass, ``start()`` for a
     background thread passing every ``interval`` seconds (``stop()`` ends it)."""
@@ -61,12 +78,14 @@ class Reaper:
     ) -> None:
         if batch < 1 or chunk < 1:
             raise ValueError("batch and chunk must be >= 1")
+        duration_ms(interval, "interval")
         self.manager = manager
         self.batch = batch
         self.chunk = chunk
         self.interval = interval
         self.alive = alive
-        self._mutex = manager.lock("fastlock:reaper", ttl=lease, job_id=f"reaper-{uuid.uuid4().hex}")
+        # holder: this object in the calling thread and process (a Reaper forked along is another runner)
+        self._mutex = manager.lock("fastlock:reaper", ttl=lease)
         self._cursor = (0, "")
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -105,21 +124,18 @@ class Reaper:
         by_scope = {}
         for entry in entries:
             scope = manager.entry_scope(entry)
-            by_scope[scope.name] = (entry, scope)
+            by_scope[scope.name.encode()] = (entry, scope)
             keys += scope.slots
             args += [scope.name, entry.limit]
         reply = manager.run("lock_reap", keys, args)
+        if type(reply) is not list or not reply or type(reply[0]) is not int:
+            raise unexpected_reply("lock_reap", reply)
         alive = self.alive
         if alive is None:
             return reply[0], 0
         released = 0
-        i = 1
-        while i < len(reply):
-            entry, scope = by_scope[reply[i].decode()]
-            held = reply[i + 2 : i + 2 + reply[i + 1]]
-            i += 2 + reply[i + 1]
-            for value in held:
-                token, _, job_id = value.decode().split(":", 2)
+        for entry, scope, held in _live(reply, by_scope):
+            for token, job_id in held:
                 if not alive(entry, job_id) and manager.release_scope(scope, job_id, token):
                     logger.info("reaped lock %s of dead job %s (token %s)", scope.name, job_id, token)
                     released += 1

@@ -1,0 +1,38 @@
+"""Fork-safe identities: ids no other process, thread or earlier fork repeats.
+
+``next_id()`` is a random 64-bit prefix drawn per process (16 hex digits), ``-``, then a
+counter in hex. ``local.tag`` is the calling thread's own id plus ``-``: unique per thread
+of this process (a new thread never inherits a dead one's). A forked child starts both
+afresh, so nothing built before ``fork()`` gives the child an identity of its parent.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+from collections.abc import Callable
+
+__all__ = ["local", "next_id"]
+
+
+class _ThreadTag(threading.local):
+    tag: str
+
+    def __init__(self) -> None:
+        self.tag = next_id() + "-"
+
+
+next_id: Callable[[], str]
+local: _ThreadTag
+
+
+def _start() -> None:
+    """(Re)start the sources: at import, and in a forked child."""
+    global next_id, local
+    next_id = map(f"{os.urandom(8).hex()}-%x".__mod__, itertools.count()).__next__
+    local = _ThreadTag()
+
+
+_start()
+os.register_at_fork(after_in_child=_start)
