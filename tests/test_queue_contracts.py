@@ -31,10 +31,10 @@ def test_no_enqueue_overwrites_a_job_with_a_predicted_fresh_id(queue: Queue) -> 
     """Fresh ids are predictable (a per-process prefix and a counter): planting custom ids
     equal to the next fresh ones must not let any enqueue overwrite a job."""
     first = queue.enqueue(b"victim-0")
-    head, counter = first[:-8], int(first[-8:], 16)
+    head, counter = first.rsplit("-", 1)
     planted = []
     for step in range(1, 6):
-        guess = f"{head}{counter + step:08x}"
+        guess = f"{head}-{int(counter, 16) + step:x}"
         try:
             queue.enqueue(b"planted", job_id=guess)
         except ValueError:

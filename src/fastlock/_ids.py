@@ -1,7 +1,8 @@
 """Fork-safe identities: ids no other process, thread or earlier fork repeats.
 
 ``next_id()`` is a random 64-bit prefix drawn per process (16 hex digits), ``-``, then a
-counter in hex. ``local.tag`` is the calling thread's own id plus ``-``: unique per thread
+counter in hex; ``ids`` is the same source as an iterator (``islice(_ids.ids, n)`` takes n
+in C). ``local.tag`` is the calling thread's own id plus ``-``: unique per thread
 of this process (a new thread never inherits a dead one's). A forked child starts both
 afresh, so nothing built before ``fork()`` gives the child an identity of its parent.
 """
@@ -11,9 +12,9 @@ from __future__ import annotations
 import itertools
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
-__all__ = ["local", "next_id"]
+__all__ = ["ids", "local", "next_id"]
 
 
 class _ThreadTag(threading.local):
@@ -23,14 +24,16 @@ class _ThreadTag(threading.local):
         self.tag = next_id() + "-"
 
 
+ids: Iterator[str]
 next_id: Callable[[], str]
 local: _ThreadTag
 
 
 def _start() -> None:
     """(Re)start the sources: at import, and in a forked child."""
-    global next_id, local
-    next_id = map(f"{os.urandom(8).hex()}-%x".__mod__, itertools.count()).__next__
+    global ids, next_id, local
+    ids = map(f"{os.urandom(8).hex()}-%x".__mod__, itertools.count())
+    next_id = ids.__next__
     local = _ThreadTag()
 
 

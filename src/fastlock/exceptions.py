@@ -111,7 +111,8 @@ class PoolTimeoutError(FastlockError, builtins.TimeoutError):
 
 
 class ProtocolError(FastlockError):
-    """The server sent bytes that are not RESP; the connection is unusable."""
+    """The server's reply is not what the protocol or the script promises: bytes that are not
+    RESP (the connection is then closed, never reused), or a reply of the wrong shape."""
 
 
 # --- server error replies -------------------------------------------------------------

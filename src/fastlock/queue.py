@@ -11,13 +11,12 @@ again after its lease is lost, so its external effects should be idempotent or f
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from itertools import count as counter
 from itertools import islice
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from . import _ids as ids_source
 from ._arguments import duration_ms
 from .cluster import hash_tag
 from .digest import Digester, check_digest
@@ -47,23 +46,6 @@ _EXACT_PAYLOAD_TYPES = frozenset(_PAYLOAD_TYPES)
 _SUFFIXES: tuple[str, ...] = ("ready", "prio", "seq", "delayed", "active", "data", "fence", "done")
 _SUFFIXES += ("unique", "dead", "err", "wake")
 """Key suffixes, in the order every queue script receives the keys (lua/shared/_queue_keys.lua)."""
-
-
-def _id_source() -> Iterator[str]:
-    """Fresh job ids: :data:`FRESH_MARK`, a random 64-bit prefix drawn once per process, then
-    a counter (25 characters; longer past 2**32 ids). ``next()`` on it is one C call: thread-safe."""
-    return map(f"{FRESH_MARK}{os.urandom(8).hex()}%08x".__mod__, counter())
-
-
-_job_ids = _id_source()
-
-
-def _new_id_source() -> None:
-    global _job_ids
-    _job_ids = _id_source()  # a forked child must not repeat its parent's ids
-
-
-os.register_at_fork(after_in_child=_new_id_source)
 
 
 @dataclass(slots=True, eq=False)
@@ -341,7 +323,7 @@ class Queue:
                 ttl = duration_ms(unique.ttl, "ttl")
                 keys = (*keys, f"{self.prefix}u:{digest}")
         if job_id is None:
-            job_id = next(_job_ids)
+            job_id = FRESH_MARK + next(ids_source.ids)
         elif not isinstance(job_id, str):
             raise ArgumentTypeError(f"job_id must be a str, not {type(job_id).__qualname__!r}")
         elif not job_id or job_id[0] == FRESH_MARK:
@@ -376,7 +358,7 @@ class Queue:
         ids: list[str] = []
         for start in range(0, len(todo), MAX_BATCH):
             chunk = todo[start : start + MAX_BATCH]
-            fresh = list(islice(_job_ids, len(chunk)))
+            fresh = [FRESH_MARK + job_id for job_id in islice(ids_source.ids, len(chunk))]
             args: list[Any] = [delay_ms, level, *fresh, *chunk]
             args[2::2], args[3::2] = fresh, chunk  # id, payload pairs
             added = self.client.call("queue_enqueue_many", self.keys, args)

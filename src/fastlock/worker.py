@@ -27,7 +27,6 @@ from .exceptions import (
     ConnectionError,
     LeaseLost,
     LoadingError,
-    LuaCommandError,
     OutOfMemoryError,
     PoolTimeoutError,
     ReadOnlyError,
@@ -41,17 +40,7 @@ log = logging.getLogger("fastlock.worker")
 TRANSIENT = (ConnectionError, PoolTimeoutError, BusyError, LoadingError, ReadOnlyError, OutOfMemoryError)
 """Errors a worker waits out and retries (server restarting, unreachable, busy, a replica
 for now, or out of memory)."""
-_CAUGHT = (*TRANSIENT, LuaCommandError)
-_TRANSIENT_CODES = frozenset(("READONLY", "OOM"))  # also refused inside scripts
 _LOG_EVERY = 5.0  # seconds between two warnings about the same kind of server trouble
-
-
-def _transient(exc: Exception) -> bool:
-    """Whether ``exc`` is server trouble to wait out: one of ``TRANSIENT``, or a command a
-    script called refused with a transient code."""
-    if isinstance(exc, LuaCommandError):
-        return exc.code in _TRANSIENT_CODES
-    return isinstance(exc, TRANSIENT)
 
 
 class _Warnings:
@@ -125,7 +114,8 @@ class Heartbeat:
                 try:
                     lost = queue.extend(jobs)
                 except Exception as exc:  # noqa: BLE001 - the heartbeat must outlive any failed call
-                    self._warn("heartbeat for %r failed: %s", queue, exc, exc_info=not _transient(exc))
+                    expected = isinstance(exc, TRANSIENT)
+                    self._warn("heartbeat for %r failed: %s", queue, exc, exc_info=not expected)
                     continue
                 with self._cond:
                     lost = [job for job in lost if job.member in self._held.get(queue, {})]
@@ -245,7 +235,7 @@ class Worker:
         started = monotonic()
         try:
             lost = self.queue.extend(jobs)
-        except _CAUGHT as exc:
+        except TRANSIENT as exc:
             self._warn(exc, "could not check the batch's leases")
             return
         self._renewed = started
@@ -267,7 +257,7 @@ class Worker:
                 self.queue.fail(job, exc)
             except LeaseLost:
                 log.warning("%r: job %s failed after its lease was lost", self.queue, job.id)
-            except _CAUGHT as error:
+            except TRANSIENT as error:
                 self._warn(error, f"could not fail job {job.id} (its lease will expire)")
             return False
 
@@ -277,7 +267,7 @@ class Worker:
         self._renewed = monotonic()
         try:
             return self.queue.claim(count)
-        except _CAUGHT as exc:
+        except TRANSIENT as exc:
             self._pause(exc)
             return Batch()
 
@@ -293,7 +283,7 @@ class Worker:
             except LeaseLost as exc:
                 log.warning("%r: lease lost before completing %s", self.queue, [job.id for job in exc.jobs])
                 return Batch()
-            except _CAUGHT as exc:
+            except TRANSIENT as exc:
                 if not self._stopping.is_set():
                     self._pause(exc)
                     continue
@@ -306,9 +296,7 @@ class Worker:
         self._stopping.wait(random.uniform(0.05, 0.25))
 
     def _warn(self, exc: Exception, what: str) -> None:
-        """Log transient server trouble (rate-limited); re-raise anything else."""
-        if not _transient(exc):
-            raise exc
+        """Log transient server trouble (rate-limited)."""
         self._warnings("%r: %s: %s", self.queue, what, exc)
 
     def _recover(self) -> None:
@@ -316,7 +304,7 @@ class Worker:
             for _ in range(_MAX_RECOVER_CALLS):
                 if not self.queue.recover(self.recover_limit).more:
                     break
-        except _CAUGHT as exc:
+        except TRANSIENT as exc:
             self._warn(exc, "recovery failed")
         self._next_recovery = monotonic() + self.queue.lease / 2 * random.uniform(0.5, 1.5)
 
@@ -326,5 +314,5 @@ class Worker:
             timeout = min(timeout, next_due_in)
         try:
             self.queue.wait(max(timeout, 0.0), interrupt=self._interrupt)
-        except _CAUGHT as exc:
+        except TRANSIENT as exc:
             self._pause(exc)
