@@ -130,7 +130,9 @@ cdef inline int put_bulk(Buf* b, const char* data, Py_ssize_t n) except -1:
     return 0
 
 
-cdef int put_sized(Buf* b, const char* data, Py_ssize_t n, int kind, Py_ssize_t index, Py_ssize_t command) except -1:
+cdef int put_sized(
+    Buf* b, const char* data, Py_ssize_t n, int kind, Py_ssize_t index, Py_ssize_t command
+) except -1:
     if n > MAX_BULK_LENGTH:
         raise argument_value_error(kind, index, command, too_long(n))
     return put_bulk(b, data, n)
@@ -345,7 +347,9 @@ cdef class Connection:
         buf_init(&self._out, 4096)
         self.sock = sock
         self._fd = sock.fileno() if type(sock) is _socket_type else -1
-        reader = hiredis.Reader(protocolError=ProtocolError, replyError=response_error, notEnoughData=_NOT_ENOUGH)
+        reader = hiredis.Reader(
+            protocolError=ProtocolError, replyError=response_error, notEnoughData=_NOT_ENOUGH
+        )
         self._feed = reader.feed
         self._gets = reader.gets
         self._in = bytearray(READ_SIZE)
