@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+from harness.blocking import connection_id, wait_until_blocked
 
 import fastlock
 from fastlock import LockConflictError, LockError, LockNotOwnedError, LockType
@@ -111,24 +112,6 @@ def test_extend(client: Any) -> None:
 WOKEN_WITHIN = _MAX_BLOCK / 2
 
 
-def connection_id(client: fastlock.Client) -> int:
-    """The server's id of the single pooled connection of ``client`` (max_connections=1)."""
-    assert client.pool.max_size == 1
-    return int(client.execute("CLIENT", "ID"))
-
-
-def wait_until_blocked(client: fastlock.Client, ids: list[int]) -> None:
-    """Wait until every connection in ``ids`` is blocked in BLPOP on the server."""
-    deadline = time.monotonic() + 30
-    while True:
-        lines = client.execute("CLIENT", "LIST", "ID", *ids).decode().splitlines()
-        fields = [dict(item.split("=", 1) for item in line.split() if "=" in item) for line in lines]
-        if len(fields) == len(ids) and all(f["cmd"] == "blpop" and "b" in f["flags"] for f in fields):
-            return
-        assert time.monotonic() < deadline, f"waiters never blocked: {lines}"
-        time.sleep(0.01)
-
-
 def test_blocking_waiter_is_woken_by_the_release_not_the_safety_net(redis_url: str, impl: str) -> None:
     with (
         fastlock.Client(redis_url, impl=impl) as client,
@@ -140,7 +123,7 @@ def test_blocking_waiter_is_woken_by_the_release_not_the_safety_net(redis_url: s
         waiter = waiting_client.lock("wake", ttl=300, timeout=300)
         ids = [connection_id(waiting_client)]
         waiting = pool.submit(waiter.acquire, "w")
-        wait_until_blocked(client, ids)
+        wait_until_blocked(client, "blpop", ids)
         released = time.monotonic()
         assert holder.release("h") == held
         token = waiting.result(timeout=2 * _MAX_BLOCK)
@@ -182,7 +165,7 @@ def test_many_waiters_all_get_their_turn(redis_url: str, impl: str) -> None:
         ids = [connection_id(c) for c in waiting_clients]
         with ThreadPoolExecutor(len(waiting_clients)) as pool:
             waiting = [pool.submit(wait, n) for n in range(len(waiting_clients))]
-            wait_until_blocked(admin, ids)
+            wait_until_blocked(admin, "blpop", ids)
             released = time.monotonic()
             assert holder.release("h") == held
             results = [future.result(timeout=len(waiting) * 2 * _MAX_BLOCK) for future in waiting]
