@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from harness.cores import core_params
 from harness.servers import (
     FLAVOURS,
     ExternalServer,
@@ -124,18 +125,7 @@ def tls_server(request: pytest.FixtureRequest) -> Iterator[TempServer]:
         yield srv
 
 
-def _cores() -> list[Any]:
-    """Both cores; the Cython one is marked ``c_extension`` and skipped only if it cannot import."""
-    try:
-        import fastlock._core  # noqa: F401
-
-        cython = pytest.param("cython", marks=pytest.mark.c_extension)
-    except ImportError as exc:
-        cython = pytest.param("cython", marks=pytest.mark.skip(reason=f"Cython core not built: {exc}"))
-    return [cython, "python"]
-
-
-@pytest.fixture(params=_cores())
+@pytest.fixture(params=core_params("cython", "python"))
 def impl(request: pytest.FixtureRequest) -> str:
     """The core implementation under test: every client test runs against both."""
     return str(request.param)
