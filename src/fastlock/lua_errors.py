@@ -1,6 +1,6 @@
 """Turn error replies of script calls into :class:`~fastlock.LuaError` reports.
 
-Formats understood (exact texts: ``notes/redis-facts.md`` §6):
+Formats understood (the exact texts, per server, are in ``tests/test_lua_errors.py``):
 
 - Redis 7.x / Valkey: ``<CODE> <message> script: <sha>, on @user_script:<N>.`` (Valkey
   leaves out ``<sha>``; functions say ``@user_function``). A Lua error (``error("x")``, a
