@@ -125,6 +125,26 @@ def tls_server(request: pytest.FixtureRequest) -> Iterator[TempServer]:
         yield srv
 
 
+@pytest.fixture(autouse=True)
+def close_clients(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Close every fastlock.Client the test made, when it ends. A client dropped unclosed leaves
+    its sockets to the garbage collector, whose ResourceWarning (an error here) would then fail
+    whichever later test happened to collect them."""
+    import fastlock
+
+    made: list[fastlock.Client] = []
+    init = fastlock.Client.__init__
+
+    def tracked_init(self: fastlock.Client, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(fastlock.Client, "__init__", tracked_init)
+    yield
+    for client in made:
+        client.close()
+
+
 @pytest.fixture(params=core_params("cython", "python"))
 def impl(request: pytest.FixtureRequest) -> str:
     """The core implementation under test: every client test runs against both."""

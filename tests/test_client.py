@@ -140,8 +140,11 @@ def test_from_redis(server: Any, impl: str) -> None:
     client.execute("SET", "shared", "from fastlock")
     assert r.get("shared") == b"from fastlock"
     assert client.params.db == 4 and client.params.port == server.port
-    unix = fastlock.Client.from_redis(redis.Redis(unix_socket_path=server.unix_path, db=4), impl=impl)
+    unix_redis = redis.Redis(unix_socket_path=server.unix_path, db=4)
+    unix = fastlock.Client.from_redis(unix_redis, impl=impl)
     assert unix.execute("GET", "shared") == b"from fastlock"
+    r.close()
+    unix_redis.close()
 
 
 def test_from_redis_tls(tls_server: TempServer, impl: str) -> None:
@@ -151,6 +154,7 @@ def test_from_redis_tls(tls_server: TempServer, impl: str) -> None:
     with fastlock.Client.from_redis(r, impl=impl) as client:
         assert client.params.ssl_context is not None
         assert client.execute("PING") == b"PONG"
+    r.close()
 
 
 def test_pool_is_bounded_and_times_out(redis_url: str, impl: str) -> None:
