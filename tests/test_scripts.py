@@ -241,14 +241,16 @@ def busy_client(private_server: TempServer, impl: str) -> Iterator[fastlock.Clie
 
 
 def test_busy_is_retried_until_the_deadline(busy_client: fastlock.Client, private_server: TempServer) -> None:
-    with BusyScript(private_server, 0.5) as busy:
+    with BusyScript(private_server, 2.0) as busy:
         started = time.monotonic()
         with pytest.raises(fastlock.ScriptBusyError) as info:
             busy_client.call("counter", ["n"], busy_timeout=0.1)
-        assert 0.1 <= info.value.waited < 0.3 and info.value.script == "counter"
+        assert (
+            0.1 <= info.value.waited < 1.0 and info.value.script == "counter"
+        )  # gave up before the 2 s loop
         assert isinstance(info.value, fastlock.BusyError) and "is busy running a script" in info.value.text
         assert busy_client.call("counter", ["n"]) == 1  # waits (default busy_timeout 5 s) for the loop
-        assert time.monotonic() - started >= 0.3
+        assert time.monotonic() - started >= 1.9
     assert busy.reply == b":1\r\n"  # never killed
     assert "script|kill" not in command_calls(busy_client)
     stats = busy_client.script_stats()["counter"]
@@ -259,10 +261,10 @@ def test_kill_policy_ends_a_script_that_has_not_written(
     busy_client: fastlock.Client, private_server: TempServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     busy_client.kill_busy_after = 0.0
-    with BusyScript(private_server, 3.0) as busy:
+    with BusyScript(private_server, 30.0) as busy:
         started = time.monotonic()
         assert busy_client.call("counter", ["n"]) == 1
-        assert time.monotonic() - started < 1.0
+        assert time.monotonic() - started < 15  # killed, not waited out (30 s)
     assert busy.reply.startswith(b"-ERR Script killed by user with SCRIPT KILL")
     assert "sent SCRIPT KILL" in caplog.text
 
