@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -47,7 +48,11 @@ def test_requested_implementation_that_cannot_import_is_an_error() -> None:
 
 def _tool_is_clean(*arguments: str) -> None:
     """Run ``python <arguments>`` in the repository root; a missing tool fails (the test extra has it)."""
-    done = subprocess.run([sys.executable, *arguments], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    # this environment's scripts first on PATH: cython-lint runs pycodestyle by name
+    path = os.pathsep.join([sysconfig.get_path("scripts"), os.environ.get("PATH", "")])
+    environ = {**os.environ, "PATH": path}
+    command = [sys.executable, *arguments]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600, env=environ)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
