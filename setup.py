@@ -1,5 +1,7 @@
 """Build the Cython core. ``FASTLOCK_NO_EXTENSIONS=1`` installs the pure-Python core only;
-``FASTLOCK_DEBUG=1`` builds with assertions, line tracing and an annotated HTML file.
+``FASTLOCK_DEBUG=1`` builds with invariant checks (``fastlock._core.DEBUG``: write-buffer
+bounds, nothing unsent or unread between commands; a broken one raises AssertionError), line
+tracing and an annotated HTML file.
 
 The top-level ``lua/`` folder (and its subfolders) ships inside the wheel as the package
 data of ``fastlock.lua``, readable with ``importlib.resources.files("fastlock") / "lua"``.
@@ -25,7 +27,7 @@ else:
                 "fastlock._core",
                 ["src/fastlock/_core.pyx"],
                 extra_compile_args=["-O0", "-g", "-UNDEBUG"] if debug else ["-O2"],
-                define_macros=[("CYTHON_TRACE", "1")] if debug else [],
+                define_macros=[("CYTHON_TRACE", "1"), ("FASTLOCK_DEBUG", "1")] if debug else [],
             )
         ],
         compiler_directives={

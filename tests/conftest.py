@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from harness.cores import core_params
 from harness.servers import (
     FLAVOURS,
     ExternalServer,
@@ -132,18 +133,27 @@ def tls_server(request: pytest.FixtureRequest) -> Iterator[TempServer]:
         yield srv
 
 
-def _cores() -> list[Any]:
-    """Both cores; the Cython one is marked ``c_extension`` and skipped only if it cannot import."""
-    try:
-        import fastlock._core  # noqa: F401
+@pytest.fixture(autouse=True)
+def close_clients(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Close every fastlock.Client the test made, when it ends. A client dropped unclosed leaves
+    its sockets to the garbage collector, whose ResourceWarning (an error here) would then fail
+    whichever later test happened to collect them."""
+    import fastlock
 
-        cython = pytest.param("cython", marks=pytest.mark.c_extension)
-    except ImportError as exc:
-        cython = pytest.param("cython", marks=pytest.mark.skip(reason=f"Cython core not built: {exc}"))
-    return [cython, "python"]
+    made: list[fastlock.Client] = []
+    init = fastlock.Client.__init__
+
+    def tracked_init(self: fastlock.Client, *args: Any, **kwargs: Any) -> None:
+        init(self, *args, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(fastlock.Client, "__init__", tracked_init)
+    yield
+    for client in made:
+        client.close()
 
 
-@pytest.fixture(params=_cores())
+@pytest.fixture(params=core_params("cython", "python"))
 def impl(request: pytest.FixtureRequest) -> str:
     """The core implementation under test: every client test runs against both."""
     return str(request.param)

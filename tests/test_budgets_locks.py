@@ -19,9 +19,9 @@ def within(measured: float, budget: float) -> bool:
     return measured <= budget + 1e-9
 
 
-def test_issue_ceilings() -> None:
-    """The issue's hard floor for until_executed and 2 round trips for every type with two
-    transitions; the budget file may only go lower."""
+def test_budgets_stay_under_the_hard_ceilings() -> None:
+    """until_executed in at most 8 server commands (README), 2 round trips for every type with
+    two transitions (3 for until_and_while_executing); the budget file may only go lower."""
     assert within(BUDGETS["until_executed"]["commands"], 8)
     for kind in fastlock.LockType:
         limit = 3 if kind is fastlock.LockType.UNTIL_AND_WHILE_EXECUTING else 2

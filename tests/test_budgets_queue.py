@@ -13,7 +13,7 @@ from fastlock.commandstats import measure_cost
 
 BUDGETS = tomllib.loads((Path(__file__).parents[1] / "bench" / "budgets.toml").read_text())["queue"]
 BATCH = {"unbatched": 1, "batched_10": 10, "batched_100": 100}
-# The issue's ceilings per job (recover_idle: per call); the budget file may only go lower.
+# Hard ceilings per job (recover_idle: per call) behind README's figures; budgets.toml may only go lower.
 CEILINGS = {
     "unbatched": {"commands": 17, "round_trips": 2},
     "batched_100": {"commands": 1, "round_trips": 0.02},
@@ -25,7 +25,7 @@ def within(measured: float, budget: float) -> bool:
     return measured <= budget + 1e-9
 
 
-def test_budgets_respect_the_issue_ceilings() -> None:
+def test_budgets_stay_under_the_hard_ceilings() -> None:
     for path, ceiling in CEILINGS.items():
         for metric, limit in ceiling.items():
             assert within(BUDGETS[path][metric], limit), (path, metric)

@@ -133,22 +133,28 @@ def test_tls(tls_server: TempServer, impl: str) -> None:
 
 
 def test_from_redis(server: Any, impl: str) -> None:
-    redis = pytest.importorskip("redis")
+    import redis  # in the test extra: a missing package fails the test, never skips it
+
     r = redis.Redis(host=server.host, port=server.port, db=4)
     client = fastlock.Client.from_redis(r, impl=impl)
     client.execute("SET", "shared", "from fastlock")
     assert r.get("shared") == b"from fastlock"
     assert client.params.db == 4 and client.params.port == server.port
-    unix = fastlock.Client.from_redis(redis.Redis(unix_socket_path=server.unix_path, db=4), impl=impl)
+    unix_redis = redis.Redis(unix_socket_path=server.unix_path, db=4)
+    unix = fastlock.Client.from_redis(unix_redis, impl=impl)
     assert unix.execute("GET", "shared") == b"from fastlock"
+    r.close()
+    unix_redis.close()
 
 
 def test_from_redis_tls(tls_server: TempServer, impl: str) -> None:
-    redis = pytest.importorskip("redis")
+    import redis  # in the test extra: a missing package fails the test, never skips it
+
     r = redis.Redis(host="127.0.0.1", port=tls_server.port, ssl=True, ssl_ca_certs=tls_server.ca_path)
     with fastlock.Client.from_redis(r, impl=impl) as client:
         assert client.params.ssl_context is not None
         assert client.execute("PING") == b"PONG"
+    r.close()
 
 
 def test_pool_is_bounded_and_times_out(redis_url: str, impl: str) -> None:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import contextlib
 import enum
-import importlib
 import math
 from typing import Any
 
 import pytest
+from harness.cores import CYTHON_CORE, core_params, needs_cython
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,9 +15,7 @@ import fastlock
 from fastlock import _core_py
 from fastlock._arguments import MAX_BULK_LENGTH
 
-CORES = [pytest.param(_core_py, id="python")]
-with contextlib.suppress(ImportError):  # the CI always builds the extension
-    CORES.insert(0, pytest.param(importlib.import_module("fastlock._core"), id="cython"))
+CORES = core_params(CYTHON_CORE, _core_py)
 
 SHA = "e0e1f9fabfc9d4800c877a703b823ac0578ff8db"
 
@@ -217,74 +214,79 @@ def test_error_classification_is_by_server_code_word(text: str, cls: type, code:
 
 # --- Cython and Python agree, byte for byte ---------------------------------------------
 
-if len(CORES) == 2:
-    cython_core, python_core = CORES[0].values[0], CORES[1].values[0]
+scalars = st.one_of(
+    st.booleans(),
+    st.none(),
+    st.integers(),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(),
+    st.binary(),
+    st.binary().map(bytearray),
+    st.binary().map(memoryview),
+    st.lists(st.integers(), max_size=2),
+    st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF),
+)
 
-    scalars = st.one_of(
-        st.booleans(),
-        st.none(),
-        st.integers(),
-        st.floats(allow_nan=True, allow_infinity=True),
-        st.text(),
-        st.binary(),
-        st.binary().map(bytearray),
-        st.binary().map(memoryview),
-        st.lists(st.integers(), max_size=2),
-        st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF),
+
+def outcome(fn: Any, *args: Any) -> Any:
+    try:
+        return fn(*args)
+    except Exception as exc:  # noqa: BLE001 - the comparison is the point
+        return (type(exc), str(exc))
+
+
+@needs_cython
+@settings(max_examples=300, deadline=None)
+@given(st.lists(scalars, max_size=8), st.lists(scalars, max_size=8))
+def test_encoders_agree(keys: list[Any], args: list[Any]) -> None:
+    assert outcome(CYTHON_CORE.encode_evalsha, SHA, keys, args) == outcome(
+        _core_py.encode_evalsha, SHA, keys, args
     )
+    command = ("CMD", *keys, *args)
+    assert outcome(CYTHON_CORE.encode_command, *command) == outcome(_core_py.encode_command, *command)
 
-    def outcome(fn: Any, *args: Any) -> Any:
-        try:
-            return fn(*args)
-        except Exception as exc:  # noqa: BLE001 - the comparison is the point
-            return (type(exc), str(exc))
 
-    @settings(max_examples=300, deadline=None)
-    @given(st.lists(scalars, max_size=8), st.lists(scalars, max_size=8))
-    def test_encoders_agree(keys: list[Any], args: list[Any]) -> None:
-        assert outcome(cython_core.encode_evalsha, SHA, keys, args) == outcome(
-            python_core.encode_evalsha, SHA, keys, args
-        )
-        command = ("CMD", *keys, *args)
-        assert outcome(cython_core.encode_command, *command) == outcome(python_core.encode_command, *command)
+line = st.binary(max_size=20).map(lambda text: text.replace(b"\r", b"").replace(b"\n", b""))
+resp_values = st.recursive(
+    st.one_of(
+        st.binary().map(lambda b: b"$%d\r\n%s\r\n" % (len(b), b)),
+        st.integers(min_value=-(2**63), max_value=2**63 - 1).map(lambda i: b":%d\r\n" % i),
+        line.map(lambda text: b"+" + text + b"\r\n"),
+        line.map(lambda text: b"-" + text + b"\r\n"),
+        st.sampled_from([b"$-1\r\n", b"*-1\r\n", b"*0\r\n"]),
+    ),
+    lambda children: st.lists(children, max_size=4).map(lambda xs: b"*%d\r\n" % len(xs) + b"".join(xs)),
+    max_leaves=12,
+)
 
-    line = st.binary(max_size=20).map(lambda text: text.replace(b"\r", b"").replace(b"\n", b""))
-    resp_values = st.recursive(
-        st.one_of(
-            st.binary().map(lambda b: b"$%d\r\n%s\r\n" % (len(b), b)),
-            st.integers(min_value=-(2**63), max_value=2**63 - 1).map(lambda i: b":%d\r\n" % i),
-            line.map(lambda text: b"+" + text + b"\r\n"),
-            line.map(lambda text: b"-" + text + b"\r\n"),
-            st.sampled_from([b"$-1\r\n", b"*-1\r\n", b"*0\r\n"]),
-        ),
-        lambda children: st.lists(children, max_size=4).map(lambda xs: b"*%d\r\n" % len(xs) + b"".join(xs)),
-        max_leaves=12,
+
+def normalise(value: Any) -> Any:
+    if isinstance(value, list):
+        return [normalise(v) for v in value]
+    if isinstance(value, fastlock.ResponseError):
+        return (type(value), str(value))
+    return value
+
+
+def read_all(core: Any, stream: bytes, cuts: list[int]) -> list[Any]:
+    reader = core.ReplyReader()
+    replies, start = [], 0
+    for cut in [*sorted(c % (len(stream) + 1) for c in cuts), len(stream)]:
+        if cut > start:
+            reader.feed(stream, start, cut - start)
+            start = cut
+        while (reply := reader.gets()) is not False:
+            replies.append(normalise(reply))
+    return replies
+
+
+@needs_cython
+@settings(max_examples=300, deadline=None)
+@given(st.lists(resp_values, min_size=1, max_size=5), st.lists(st.integers(min_value=0), max_size=6))
+def test_readers_agree_on_split_streams(values: list[bytes], cuts: list[int]) -> None:
+    stream = b"".join(values)
+    assert (
+        read_all(CYTHON_CORE, stream, cuts)
+        == read_all(_core_py, stream, [])
+        == read_all(_core_py, stream, cuts)
     )
-
-    def normalise(value: Any) -> Any:
-        if isinstance(value, list):
-            return [normalise(v) for v in value]
-        if isinstance(value, fastlock.ResponseError):
-            return (type(value), str(value))
-        return value
-
-    def read_all(core: Any, stream: bytes, cuts: list[int]) -> list[Any]:
-        reader = core.ReplyReader()
-        replies, start = [], 0
-        for cut in [*sorted(c % (len(stream) + 1) for c in cuts), len(stream)]:
-            if cut > start:
-                reader.feed(stream, start, cut - start)
-                start = cut
-            while (reply := reader.gets()) is not False:
-                replies.append(normalise(reply))
-        return replies
-
-    @settings(max_examples=300, deadline=None)
-    @given(st.lists(resp_values, min_size=1, max_size=5), st.lists(st.integers(min_value=0), max_size=6))
-    def test_readers_agree_on_split_streams(values: list[bytes], cuts: list[int]) -> None:
-        stream = b"".join(values)
-        assert (
-            read_all(cython_core, stream, cuts)
-            == read_all(python_core, stream, [])
-            == read_all(python_core, stream, cuts)
-        )

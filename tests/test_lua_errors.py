@@ -1,6 +1,6 @@
 """Lua error parsing and rewriting on the exact reply texts of Redis 6.2, Redis 7 and Valkey.
 
-Redis 6.2 texts come from its source and public transcripts (notes/redis-facts.md §6);
+Redis 6.2 texts come from its source (``src/scripting.c``) and public transcripts;
 the Redis 7.0 and Valkey 9.1 texts were captured from the live servers.
 """
 

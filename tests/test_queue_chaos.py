@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
+from harness.cores import AVAILABLE
 from harness.servers import ExternalServer, TempServer
 
 import fastlock
@@ -108,7 +109,8 @@ def test_killed_and_stalled_worker_processes(server: TempServer | ExternalServer
 
     def spawn() -> Any:
         seed = next(seeds)
-        proc = context.Process(target=worker_process, args=(redis_url, ("cython", "python")[seed % 2], seed))
+        impl = AVAILABLE[seed % len(AVAILABLE)]  # both cores when both are installed
+        proc = context.Process(target=worker_process, args=(redis_url, impl, seed))
         proc.start()
         return proc
 

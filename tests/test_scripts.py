@@ -258,10 +258,10 @@ def test_kill_policy_ends_a_script_that_has_not_written(
     busy_client: fastlock.Client, private_server: TempServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     busy_client.kill_busy_after = 0.0
-    with BusyScript(private_server, 3.0) as busy:
+    with BusyScript(private_server, 30.0) as busy:
         started = time.monotonic()
         assert busy_client.call("counter", ["n"]) == 1
-        assert time.monotonic() - started < 1.0
+        assert time.monotonic() - started < 15  # killed, not waited out (30 s)
     assert busy.reply.startswith(b"-ERR Script killed by user with SCRIPT KILL")
     assert "sent SCRIPT KILL" in caplog.text
 

@@ -47,11 +47,36 @@ cdef extern from "sys/socket.h" nogil:
     int MSG_NOSIGNAL
     int MSG_DONTWAIT
 
+cdef extern from *:
+    """
+    #ifndef FASTLOCK_DEBUG
+    #define FASTLOCK_DEBUG 0
+    #endif
+    """
+    # 1 only in a FASTLOCK_DEBUG=1 build (setup.py): the ``if FASTLOCK_DEBUG`` checks
+    # below then run; otherwise the C compiler drops them.
+    int FASTLOCK_DEBUG
+
 DEF READ_SIZE = 65536
+
+DEBUG = bool(FASTLOCK_DEBUG)
 
 cdef object _NOT_ENOUGH = object()
 cdef object _socket_type = socket.socket
 cdef tuple _TIMEOUTS = (builtins.TimeoutError, BlockingIOError)
+
+
+# --- invariant checks of the debug build --------------------------------------------
+
+cdef int invariant(bint holds, str what) except -1:
+    if not holds:
+        raise AssertionError(f"fastlock._core invariant broken: {what}")
+    return 0
+
+
+cdef int check_buf(Buf* b, Py_ssize_t free) except -1:
+    """The buffer is allocated, its length within its capacity, with ``free`` bytes left."""
+    return invariant(b.data != NULL and 0 <= b.len and b.len + free <= b.cap, "write buffer bounds")
 
 
 # --- the write buffer -----------------------------------------------------------------
@@ -87,6 +112,8 @@ cdef int buf_grow(Buf* b, Py_ssize_t extra) except -1:
 cdef inline int buf_reserve(Buf* b, Py_ssize_t extra) except -1:
     if b.len + extra > b.cap:
         buf_grow(b, extra)
+    if FASTLOCK_DEBUG:
+        check_buf(b, extra)
     return 0
 
 
@@ -117,6 +144,8 @@ cdef inline int put_header(Buf* b, char kind, Py_ssize_t n) except -1:
     b.data[b.len] = 13
     b.data[b.len + 1] = 10
     b.len += 2
+    if FASTLOCK_DEBUG:
+        check_buf(b, 0)
     return 0
 
 
@@ -127,10 +156,14 @@ cdef inline int put_bulk(Buf* b, const char* data, Py_ssize_t n) except -1:
     b.data[b.len + n] = 13
     b.data[b.len + n + 1] = 10
     b.len += n + 2
+    if FASTLOCK_DEBUG:
+        check_buf(b, 0)
     return 0
 
 
-cdef int put_sized(Buf* b, const char* data, Py_ssize_t n, int kind, Py_ssize_t index, Py_ssize_t command) except -1:
+cdef int put_sized(
+    Buf* b, const char* data, Py_ssize_t n, int kind, Py_ssize_t index, Py_ssize_t command
+) except -1:
     if n > MAX_BULK_LENGTH:
         raise argument_value_error(kind, index, command, too_long(n))
     return put_bulk(b, data, n)
@@ -338,6 +371,7 @@ cdef class Connection:
     cdef Buf _out
     cdef object _feed
     cdef object _gets
+    cdef object _has_data
     cdef bytearray _in
     cdef char* _in_data
 
@@ -345,9 +379,12 @@ cdef class Connection:
         buf_init(&self._out, 4096)
         self.sock = sock
         self._fd = sock.fileno() if type(sock) is _socket_type else -1
-        reader = hiredis.Reader(protocolError=ProtocolError, replyError=response_error, notEnoughData=_NOT_ENOUGH)
+        reader = hiredis.Reader(
+            protocolError=ProtocolError, replyError=response_error, notEnoughData=_NOT_ENOUGH
+        )
         self._feed = reader.feed
         self._gets = reader.gets
+        self._has_data = reader.has_data
         self._in = bytearray(READ_SIZE)
         self._in_data = PyByteArray_AS_STRING(self._in)
 
@@ -362,6 +399,9 @@ cdef class Connection:
     cdef int _usable(self) except -1:
         if self.broken:
             raise ConnectionError("connection is closed", sent=False)
+        if FASTLOCK_DEBUG:  # leftovers would be sent again, or read as the next command's reply
+            invariant(self._out.len == 0, "unsent bytes in the write buffer before a command")
+            invariant(not self._has_data(), "unread reply bytes in the reader before a command")
         return 0
 
     cdef int _lost(self, exc_type, str what, bint sent) except -1:
@@ -400,6 +440,8 @@ cdef class Connection:
                 self._lost(TimeoutError, "timed out sending the command", total > 0)
             else:
                 self._lost(ConnectionError, f"send failed: {strerror(err).decode()}", total > 0)
+        if FASTLOCK_DEBUG:
+            invariant(total == length, "sent more or less than the command")
         return 0
 
     cdef Py_ssize_t _recv(self) except -1:
@@ -426,6 +468,8 @@ cdef class Connection:
                     self._lost(ConnectionError, f"receive failed: {strerror(err).decode()}", True)
         if n == 0:
             self._lost(ConnectionError, "connection closed by the server", True)
+        if FASTLOCK_DEBUG:
+            invariant(0 < n <= READ_SIZE, "received more than the read buffer holds")
         return n
 
     cdef object _read_reply(self):

@@ -239,7 +239,7 @@ class Lock:
         digest: str,
         *,
         name: str | None = None,
-        type: str | LockType = LockType.UNTIL_EXECUTED,  # noqa: A002 - the issue's API name
+        type: str | LockType = LockType.UNTIL_EXECUTED,  # noqa: A002 - the public keyword is type=
         ttl: float | None = None,
         timeout: float = 0.0,
         limit: int = 1,

@@ -1,0 +1,35 @@
+"""Wait, by the server's own account (``CLIENT LIST``), until connections are blocked in a
+blocking command: a test then knows its waiter is waiting instead of guessing with a sleep."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+DEADLINE = 30.0  # seconds: far more than a loaded machine needs to issue one command
+
+
+def blocked_in(client: Any, command: str, ids: list[int] | None = None) -> list[int]:
+    """Ids of the connections (of ``ids``, or any) blocked in ``command`` (e.g. ``"blpop"``)."""
+    listing = client.execute("CLIENT", "LIST", *(("ID", *ids) if ids else ()))
+    found = []
+    for line in listing.decode().splitlines():
+        fields = dict(item.split("=", 1) for item in line.split() if "=" in item)
+        if fields.get("cmd") == command and "b" in fields.get("flags", ""):
+            found.append(int(fields["id"]))
+    return found
+
+
+def wait_until_blocked(client: Any, command: str, ids: list[int] | None = None, count: int = 1) -> None:
+    """Return once every connection in ``ids`` (or ``count`` connections) is blocked in ``command``."""
+    wanted = len(ids) if ids else count
+    deadline = time.monotonic() + DEADLINE
+    while len(blocked_in(client, command, ids)) < wanted:
+        assert time.monotonic() < deadline, f"fewer than {wanted} connections ever blocked in {command}"
+        time.sleep(0.01)
+
+
+def connection_id(client: Any) -> int:
+    """The server's id of the one pooled connection of ``client`` (made with max_connections=1)."""
+    assert client.pool.max_size == 1
+    return int(client.execute("CLIENT", "ID"))
