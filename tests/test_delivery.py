@@ -75,6 +75,7 @@ def test_a_call_whose_reply_is_lost_is_never_sent_again(proxy: TcpProxy, impl: s
 def test_a_lost_acquire_is_sent_once_more_and_returns_the_same_token(proxy: TcpProxy, impl: str) -> None:
     with fastlock.Client(proxy.url, impl=impl, warm_up=True, health_check_interval=None) as client:
         lock = client.lock("l", ttl=30)
+        assert lock.holders() == []  # first use: the manager's one-off eviction-policy check
         client.execute("CONFIG", "RESETSTAT")
         proxy.drop_next_reply()
         token = lock.acquire("a")
