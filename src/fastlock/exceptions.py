@@ -108,6 +108,13 @@ class ProtocolError(FastlockError):
     """The server sent bytes that are not RESP; the connection is unusable."""
 
 
+OUT_OF_STEP = (
+    "unexpected data after the reply (an unsolicited reply or a RESP3 push): the connection "
+    "is out of step and was closed; the command was sent and may have run"
+)
+"""The ``ProtocolError`` text when bytes follow a command's reply (both cores)."""
+
+
 # --- server error replies -------------------------------------------------------------
 
 # Redis 7: " script: <sha>, on @user_script:<line>."; Valkey 8+: " script: on @user_script:<line>."

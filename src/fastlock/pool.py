@@ -5,6 +5,11 @@ connection, to wait for one, or to hand one to a waiter. A connection idle for l
 than ``health_check_interval`` is polled (no round trip) before reuse, so one the server
 closed meanwhile is replaced instead of failing the next command. After ``fork()`` the
 child starts with an empty pool and never touches the parent's sockets.
+
+Slots are exception-safe: the pool counts the connections that are still alive (through
+weak references), so one abandoned by an exception that struck between checkout and
+return (a signal handler, ``KeyboardInterrupt``) frees its slot once it is garbage, and
+its socket is closed then; it is never reused, since its state is unknown.
 """
 
 from __future__ import annotations
@@ -23,6 +28,16 @@ from .exceptions import PoolTimeoutError
 __all__ = ["ConnectionPool"]
 
 _POOLS: weakref.WeakSet[ConnectionPool] = weakref.WeakSet()
+_WAIT_SLICE = 0.05
+"""Longest wait for a free connection between looks at the pool: a slot freed by garbage
+collection notifies no one."""
+
+
+class _Opening:
+    """Holds a slot while its connection is being opened (dies with the opening call)."""
+
+    __slots__ = ("__weakref__",)
+    round_trips = 0
 
 
 class ConnectionPool:
@@ -54,15 +69,27 @@ class ConnectionPool:
 
     def _reset(self) -> None:
         self._idle: deque[Any] = deque()
-        self._size = 0
+        # The slots taken: weak references (without callbacks, which an interrupt could
+        # stop) to the open connections and to the _Opening tokens of those being opened.
+        self._taken: set[weakref.ref[Any]] = set()
         self._waiters = 0
         self._generation = getattr(self, "_generation", 0) + 1
-        self._cond = threading.Condition(threading.Lock())
+        # Entered as ``with self._lock`` (C-level, so an interrupt cannot strike between the
+        # acquire and the block that releases it); waits go through ``self._cond``.
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
 
     @property
     def size(self) -> int:
-        """Connections currently open (idle and in use)."""
-        return self._size
+        """Connections currently open or being opened (idle and in use)."""
+        with self._lock:
+            return self._count_taken()
+
+    def _count_taken(self) -> int:
+        """Drop the references to garbage (abandoned) connections and count the rest."""
+        taken = self._taken
+        taken.difference_update([ref for ref in taken if ref() is None])
+        return len(taken)
 
     @property
     def round_trips(self) -> int:
@@ -95,31 +122,36 @@ class ConnectionPool:
         if self._closed:
             raise RuntimeError("the connection pool is closed")
         deadline = None if self.timeout is None else monotonic() + self.timeout
-        with self._cond:
+        slot = _Opening()
+        with self._lock:
             self._waiters += 1
             try:
                 while True:
                     if self._idle:
                         return self._idle.pop()
-                    if self._size < self.max_size:
-                        self._size += 1
+                    if self._count_taken() < self.max_size:
+                        self._taken.add(weakref.ref(slot))
                         break
-                    remaining = None if deadline is None else deadline - monotonic()
-                    if remaining is not None and remaining <= 0:
+                    remaining = _WAIT_SLICE if deadline is None else deadline - monotonic()
+                    if remaining <= 0:
                         raise PoolTimeoutError(
                             f"no connection free in the pool after {self.timeout} s "
                             f"(all {self.max_size} in use; raise max_connections or release faster)"
                         )
-                    self._cond.wait(remaining)
+                    self._cond.wait(min(remaining, _WAIT_SLICE))
             finally:
                 self._waiters -= 1
         generation = self._generation
         try:
             conn = self._connect()
         except BaseException:
-            self._forget(generation)
+            self._release(slot)
             raise
         conn.generation = generation
+        with self._lock:
+            if generation == self._generation:
+                self._taken.add(weakref.ref(conn))
+                self._taken.discard(weakref.ref(slot))
         return conn
 
     def put(self, conn: Any) -> None:
@@ -127,19 +159,18 @@ class ConnectionPool:
         if conn.broken or self._closed or conn.generation != self._generation:
             if not conn.broken:
                 conn.close()
-            self._retired_round_trips += conn.round_trips
-            self._forget(conn.generation)
+            self._release(conn)
             return
         self._idle.append(conn)
         if self._waiters:
-            with self._cond:
+            with self._lock:
                 self._cond.notify()
 
-    def _forget(self, generation: int) -> None:
-        if generation != self._generation:
-            return
-        with self._cond:
-            self._size -= 1
+    def _release(self, owner: Any) -> None:
+        """Free the slot of a closed connection (or of a failed opening)."""
+        self._retired_round_trips += owner.round_trips
+        with self._lock:
+            self._taken.discard(weakref.ref(owner))
             self._cond.notify()
 
     def close(self) -> None:
@@ -151,8 +182,7 @@ class ConnectionPool:
             except IndexError:
                 break
             conn.close()
-            self._retired_round_trips += conn.round_trips
-            self._forget(conn.generation)
+            self._release(conn)
 
 
 def _alive(conn: Any) -> bool:
