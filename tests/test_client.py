@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Callable
@@ -260,6 +261,23 @@ def test_blocking_waits_work_without_a_socket_timeout(redis_url: str, impl: str)
         assert client.execute_blocking("BLPOP", "nothing", 0.3, timeout=0.3) is None
     assert client.pool.size == 1
     assert client.execute("PING") == b"PONG"
+
+
+def test_idle_worker_waits_quietly_without_a_socket_timeout(
+    redis_url: str, impl: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    redis = pytest.importorskip("redis")
+    client = fastlock.Client.from_redis(redis.Redis.from_url(redis_url), impl=impl)
+    worker = fastlock.Worker(client.queue("idle"), lambda job: None, idle_wait=0.3)
+    runner = threading.Thread(target=worker.run)
+    with caplog.at_level(logging.WARNING, logger="fastlock"):
+        runner.start()
+        threading.Event().wait(1.5)  # about five idle waits
+        worker.stop()
+        runner.join(10)
+    assert not runner.is_alive()
+    assert [record.getMessage() for record in caplog.records] == []
+    assert client.pool.size <= 2
 
 
 def test_password_is_never_shown() -> None:

@@ -155,17 +155,22 @@ def test_server_killed_mid_script_under_threads(private_server: TempServer, impl
     assert int(client.execute("GET", "n") or 0) <= ok[0]
 
 
+def _echo_by(client: fastlock.Client, how: str) -> Callable[[Any], Any]:
+    """ECHO through ``execute``, a one-command pipeline or a script: reply == argument."""
+    echo = client.register_script("return ARGV[1]")
+    return {
+        "execute": lambda value: client.execute("ECHO", value),
+        "pipeline": lambda value: client.pipeline().execute_command("ECHO", value).execute()[0],
+        "script": lambda value: echo(args=[value]),
+    }[how]
+
+
 @pytest.mark.parametrize("how", ["execute", "pipeline", "script"])
 def test_unsolicited_reply_breaks_the_connection(
     proxy: TcpProxy, redis_url: str, impl: str, how: str
 ) -> None:
     client = fastlock.Client(proxy.url, impl=impl, max_connections=1, health_check_interval=None)
-    echo = client.register_script("return ARGV[1]")
-    run = {
-        "execute": lambda value: client.execute("ECHO", value),
-        "pipeline": lambda value: client.pipeline().execute_command("ECHO", value).execute()[0],
-        "script": lambda value: echo(args=[value]),
-    }[how]
+    run = _echo_by(client, how)
     assert run("warm") == b"warm"
     proxy.append_to_next_reply(b"+INJECTED\r\n")
     with pytest.raises(fastlock.ProtocolError, match="after the reply"):
@@ -220,12 +225,7 @@ def _interrupted_calls(run: Callable[[int], Any], wanted: int, longest: float, s
 @pytest.mark.parametrize("how", ["execute", "pipeline", "script"])
 def test_interrupts_at_random_points_never_leak_the_pool_slot(redis_url: str, impl: str, how: str) -> None:
     client = fastlock.Client(redis_url, impl=impl, max_connections=1, pool_timeout=2.0)
-    echo = client.register_script("return ARGV[1]")
-    run: Callable[[int], Any] = {
-        "execute": lambda i: client.execute("ECHO", i),
-        "pipeline": lambda i: client.pipeline().execute_command("ECHO", i).execute()[0],
-        "script": lambda i: echo(args=[i]),
-    }[how]
+    run = _echo_by(client, how)
     assert run(0) == b"0"
     start = time.perf_counter()
     for i in range(200):
