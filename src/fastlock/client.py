@@ -153,8 +153,10 @@ class Client:
 
     @classmethod
     def from_redis(cls, redis_client: Any, **kwargs: Any) -> Client:
-        """Build a client for the same server, database, credentials and TLS settings as
-        a redis-py (or valkey-py) client. ``kwargs`` go to :class:`Client`."""
+        """Build a client for the same server, database, credentials, timeouts and TLS
+        settings as a redis-py (or valkey-py) client. ``kwargs`` go to :class:`Client`.
+        redis-py's default ``socket_timeout=None`` is kept: ordinary commands wait for
+        ever, blocking waits still end by their own timeout (:meth:`execute_blocking`)."""
         from .compat import params_from_redis
 
         params = params_from_redis(redis_client)

@@ -105,7 +105,8 @@ class PoolTimeoutError(FastlockError, builtins.TimeoutError):
 
 
 class ProtocolError(FastlockError):
-    """The server sent bytes that are not RESP; the connection is unusable."""
+    """The server sent bytes that are not RESP, or bytes after a command's reply; the
+    connection is closed."""
 
 
 OUT_OF_STEP = (
