@@ -14,7 +14,9 @@ its socket is closed then; it is never reused, since its state is unknown.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import queue
 import select
 import threading
 import weakref
@@ -30,7 +32,7 @@ __all__ = ["ConnectionPool"]
 _POOLS: weakref.WeakSet[ConnectionPool] = weakref.WeakSet()
 _WAIT_SLICE = 0.05
 """Longest wait for a free connection between looks at the pool: a slot freed by garbage
-collection notifies no one."""
+collection wakes no one."""
 
 
 class _Opening:
@@ -74,10 +76,10 @@ class ConnectionPool:
         self._taken: set[weakref.ref[Any]] = set()
         self._waiters = 0
         self._generation = getattr(self, "_generation", 0) + 1
-        # Entered as ``with self._lock`` (C-level, so an interrupt cannot strike between the
-        # acquire and the block that releases it); waits go through ``self._cond``.
+        # C-level primitives only, entered so that an interrupt (a signal handler raising)
+        # cannot strike between an acquire and the block that releases it.
         self._lock = threading.Lock()
-        self._cond = threading.Condition(self._lock)
+        self._wakeups: queue.SimpleQueue[None] = queue.SimpleQueue()
 
     @property
     def size(self) -> int:
@@ -123,24 +125,22 @@ class ConnectionPool:
             raise RuntimeError("the connection pool is closed")
         deadline = None if self.timeout is None else monotonic() + self.timeout
         slot = _Opening()
-        with self._lock:
-            self._waiters += 1
+        while True:
+            waiting = False
             try:
-                while True:
+                with self._lock:
                     if self._idle:
                         return self._idle.pop()
                     if self._count_taken() < self.max_size:
                         self._taken.add(weakref.ref(slot))
                         break
-                    remaining = _WAIT_SLICE if deadline is None else deadline - monotonic()
-                    if remaining <= 0:
-                        raise PoolTimeoutError(
-                            f"no connection free in the pool after {self.timeout} s "
-                            f"(all {self.max_size} in use; raise max_connections or release faster)"
-                        )
-                    self._cond.wait(min(remaining, _WAIT_SLICE))
+                    self._waiters += 1
+                    waiting = True
+                self._wait(deadline)
             finally:
-                self._waiters -= 1
+                if waiting:
+                    with self._lock:
+                        self._waiters -= 1
         generation = self._generation
         try:
             conn = self._connect()
@@ -154,6 +154,17 @@ class ConnectionPool:
                 self._taken.discard(weakref.ref(slot))
         return conn
 
+    def _wait(self, deadline: float | None) -> None:
+        """Sleep until a connection is returned or one wait slice passed; raise at ``deadline``."""
+        remaining = _WAIT_SLICE if deadline is None else deadline - monotonic()
+        if remaining <= 0:
+            raise PoolTimeoutError(
+                f"no connection free in the pool after {self.timeout} s "
+                f"(all {self.max_size} in use; raise max_connections or release faster)"
+            )
+        with contextlib.suppress(queue.Empty):
+            self._wakeups.get(timeout=min(remaining, _WAIT_SLICE))
+
     def put(self, conn: Any) -> None:
         """Return a connection; a broken one, or one from before a fork, is closed."""
         if conn.broken or self._closed or conn.generation != self._generation:
@@ -163,15 +174,15 @@ class ConnectionPool:
             return
         self._idle.append(conn)
         if self._waiters:
-            with self._lock:
-                self._cond.notify()
+            self._wakeups.put(None)
 
     def _release(self, owner: Any) -> None:
         """Free the slot of a closed connection (or of a failed opening)."""
         self._retired_round_trips += owner.round_trips
         with self._lock:
             self._taken.discard(weakref.ref(owner))
-            self._cond.notify()
+        if self._waiters:
+            self._wakeups.put(None)
 
     def close(self) -> None:
         """Close idle connections now and in-use ones when they come back."""
