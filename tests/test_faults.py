@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import random
+import select
 import signal
 import socket
 import threading
@@ -177,6 +178,19 @@ def test_unsolicited_reply_breaks_the_connection(
         run("first")
     assert [run(value) for value in ("a", "b", "c")] == [b"a", b"b", b"c"]
     assert client.pool.size == 1
+
+
+def test_unsolicited_reply_to_an_idle_connection_is_caught_by_the_health_check(
+    proxy: TcpProxy, redis_url: str, impl: str
+) -> None:
+    client = fastlock.Client(proxy.url, impl=impl, max_connections=1, health_check_interval=None)
+    assert client.execute("ECHO", "warm") == b"warm"
+    proxy.send_to_clients(b"+INJECTED\r\n")
+    conn = client.pool.get()
+    assert select.select([conn.sock], [], [], 10)[0]  # the bytes reached the idle connection
+    client.pool.put(conn)
+    client.pool.health_check_interval = 0
+    assert [client.execute("ECHO", value) for value in ("a", "b")] == [b"a", b"b"]
 
 
 def test_resp3_push_after_a_reply_breaks_the_connection(redis_url: str, impl: str) -> None:

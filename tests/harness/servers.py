@@ -586,6 +586,13 @@ class TcpProxy:
         with self._cond:
             self._extra = data
 
+    def send_to_clients(self, data: bytes) -> None:
+        """Send `data` (an unsolicited reply) now to every proxied client, between replies."""
+        with self._cond:
+            links = list(self._links)
+        for link in links:
+            link.client.sendall(data)
+
     def cut(self) -> None:
         """Abruptly close (RST) every current connection; new connections are still accepted."""
         with self._cond:
