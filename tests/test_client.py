@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Callable
@@ -249,3 +250,112 @@ def test_measure_cost_counts_inner_commands_and_round_trips(client: fastlock.Cli
     noscript = measure_cost(client, lambda: script(keys=["k"]), 1)
     # EVALSHA refused, then SCRIPT LOAD + EVALSHA in one write (plus the 2 inner commands)
     assert (noscript.round_trips, noscript.commands) == (2, 5)
+
+
+def test_blocking_waits_work_without_a_socket_timeout(redis_url: str, impl: str) -> None:
+    """redis-py's default socket_timeout is None (wait for ever): every blocking wait must
+    still end by its own timeout, on the connection it started on."""
+    redis = pytest.importorskip("redis")
+    client = fastlock.Client.from_redis(redis.Redis.from_url(redis_url), impl=impl)
+    assert client.params.socket_timeout is None
+    holder = client.lock("job", ttl=30)
+    assert holder.acquire("holder", blocking=False) is not None
+    waiter = client.lock("job", ttl=30)
+    for _ in range(3):
+        assert waiter.acquire("waiter", timeout=0.3) is None
+        assert client.queue("q").wait(0.3) is False
+        assert client.execute_blocking("BLPOP", "nothing", 0.3, timeout=0.3) is None
+    assert client.pool.size == 1
+    assert client.execute("PING") == b"PONG"
+
+
+def test_idle_worker_waits_quietly_without_a_socket_timeout(
+    redis_url: str, impl: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    redis = pytest.importorskip("redis")
+    client = fastlock.Client.from_redis(redis.Redis.from_url(redis_url), impl=impl)
+    worker = fastlock.Worker(client.queue("idle"), lambda job: None, idle_wait=0.3)
+    runner = threading.Thread(target=worker.run)
+    with caplog.at_level(logging.WARNING, logger="fastlock"):
+        runner.start()
+        threading.Event().wait(1.5)  # about five idle waits
+        worker.stop()
+        runner.join(10)
+    assert not runner.is_alive()
+    assert [record.getMessage() for record in caplog.records] == []
+    assert client.pool.size <= 2
+
+
+def test_password_is_never_shown() -> None:
+    params = fastlock.parse_url("redis://user:hunter2@127.0.0.1:1/0")
+    assert params.password == "hunter2"
+    assert "hunter2" not in repr(params) and "hunter2" not in str(params)
+    client = fastlock.Client("redis://user:hunter2@127.0.0.1:1/0", impl="python")
+    assert "hunter2" not in repr(client) and "hunter2" not in repr(client.params)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "redis://user:hun/ter2@127.0.0.1:6379/0",
+        "redis://user:hun#ter2@127.0.0.1:6379",
+        "redis://user:hun?ter2@127.0.0.1:6379",
+        "redis://:12/hunter2@127.0.0.1",
+        "unix://user:hun/ter2@/tmp/redis.sock",
+    ],
+)
+def test_unencoded_password_is_refused_without_showing_it(url: str) -> None:
+    with pytest.raises(ValueError, match="percent-encode") as info:
+        fastlock.parse_url(url)
+    assert "ter2" not in str(info.value) and "hunter2" not in str(info.value)
+
+
+REFUSED = [
+    ("MULTI",),
+    ("exec",),
+    ("DISCARD",),
+    ("WATCH", "k"),
+    ("UNWATCH",),
+    ("SUBSCRIBE", "ch"),
+    ("psubscribe", "c*"),
+    ("SSUBSCRIBE", "ch"),
+    ("UNSUBSCRIBE",),
+    ("PUNSUBSCRIBE",),
+    ("SUNSUBSCRIBE",),
+    ("MONITOR",),
+    ("SELECT", 1),
+    (b"HELLO", 3),
+    ("AUTH", "pw"),
+    ("RESET",),
+    ("QUIT",),
+    ("READONLY",),
+    ("READWRITE",),
+    ("SYNC",),
+    ("PSYNC", "?", -1),
+    ("CLIENT", "REPLY", "OFF"),
+    ("client", "tracking", "on"),
+    ("CLIENT", "CACHING", "yes"),
+    ("CLIENT", "SETNAME", "x"),
+]
+
+
+@pytest.mark.parametrize("command", REFUSED, ids=lambda c: " ".join(map(str, c[:2])))
+def test_connection_state_commands_are_refused_before_sending(
+    client: fastlock.Client, command: tuple[Any, ...]
+) -> None:
+    client.execute("SET", "k", "v")
+    sent = client.pool.round_trips
+    with pytest.raises(fastlock.ArgumentError, match="pooled connection") as info:
+        client.execute(*command)
+    name = command[0].decode() if isinstance(command[0], bytes) else command[0]
+    assert f"{name.upper()} " in str(info.value)
+    with pytest.raises(fastlock.ArgumentError, match="pooled connection"):
+        client.pipeline().execute_command("GET", "k").execute_command(*command)
+    assert client.pool.round_trips == sent  # nothing was written
+    assert client.execute("GET", "k") == b"v"
+    assert client.pipeline().execute_command("GET", "k").execute() == [b"v"]
+
+
+def test_other_client_subcommands_are_allowed(client: fastlock.Client) -> None:
+    assert isinstance(client.execute("CLIENT", "ID"), int)
+    assert client.execute("CLIENT", "GETNAME") is None

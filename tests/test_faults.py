@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import gc
+import random
+import select
+import signal
 import socket
 import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import pytest
 from harness.servers import TcpProxy, TempServer
 
 import fastlock
+from fastlock._impl import load_core
+from fastlock.connection import open_connection, parse_url
 
 pytestmark = pytest.mark.fault
 
@@ -163,3 +170,104 @@ def test_server_killed_mid_script_under_threads(private_server: TempServer, impl
     # every call the restarted server ran was answered exactly once: its replies are 1..n,
     # with no gap (a call run but reported failed) and no repeat (a reply counted twice)
     assert new_server_replies() == list(range(1, int(client.execute("GET", "n")) + 1))
+
+
+def _echo_by(client: fastlock.Client, how: str) -> Callable[[Any], Any]:
+    """ECHO through ``execute``, a one-command pipeline or a script: reply == argument."""
+    echo = client.register_script("return ARGV[1]")
+    return {
+        "execute": lambda value: client.execute("ECHO", value),
+        "pipeline": lambda value: client.pipeline().execute_command("ECHO", value).execute()[0],
+        "script": lambda value: echo(args=[value]),
+    }[how]
+
+
+@pytest.mark.parametrize("how", ["execute", "pipeline", "script"])
+def test_unsolicited_reply_breaks_the_connection(
+    proxy: TcpProxy, redis_url: str, impl: str, how: str
+) -> None:
+    client = fastlock.Client(proxy.url, impl=impl, max_connections=1, health_check_interval=None)
+    run = _echo_by(client, how)
+    assert run("warm") == b"warm"
+    proxy.append_to_next_reply(b"+INJECTED\r\n")
+    with pytest.raises(fastlock.ProtocolError, match="after the reply"):
+        run("first")
+    assert [run(value) for value in ("a", "b", "c")] == [b"a", b"b", b"c"]
+    assert client.pool.size == 1
+
+
+def test_unsolicited_reply_to_an_idle_connection_is_caught_by_the_health_check(
+    proxy: TcpProxy, redis_url: str, impl: str
+) -> None:
+    client = fastlock.Client(proxy.url, impl=impl, max_connections=1, health_check_interval=None)
+    assert client.execute("ECHO", "warm") == b"warm"
+    proxy.send_to_clients(b"+INJECTED\r\n")
+    conn = client.pool.get()
+    assert select.select([conn.sock], [], [], 10)[0]  # the bytes reached the idle connection
+    client.pool.put(conn)
+    client.pool.health_check_interval = 0
+    assert [client.execute("ECHO", value) for value in ("a", "b")] == [b"a", b"b"]
+
+
+def test_resp3_push_after_a_reply_breaks_the_connection(redis_url: str, impl: str) -> None:
+    """A connection switched to RESP3 with tracking (only possible through the core: the
+    Client refuses HELLO and CLIENT TRACKING) gets an invalidation push after a write's reply."""
+    core = load_core(impl)[1]
+    conn = open_connection(parse_url(redis_url), core)
+    with pytest.raises(fastlock.ProtocolError):
+        conn.execute(("HELLO", "3"))
+        conn.execute(("CLIENT", "TRACKING", "on"))
+        conn.execute(("GET", "k"))
+        conn.execute(("SET", "k", "v"))  # OK, then the push invalidating k, in one write
+        conn.execute(("PING",))
+    assert conn.broken
+
+
+class Interrupt(Exception):
+    """Raised by the SIGALRM handler at a random point of a call."""
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise Interrupt
+
+
+def _interrupted_calls(run: Callable[[int], Any], wanted: int, longest: float, seed: int) -> int:
+    """Call ``run(i)``, each time with a SIGALRM due at a random time within ``longest``
+    seconds, until ``wanted`` calls were interrupted (at most ``50 * wanted`` calls);
+    every reply that arrives must be its own. Returns the interrupts."""
+    rng = random.Random(seed)
+    interrupted = 0
+    for i in range(50 * wanted):
+        if interrupted == wanted:
+            break
+        reply = None
+        try:
+            signal.setitimer(signal.ITIMER_REAL, rng.uniform(1e-6, longest))
+            reply = run(i)
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        except Interrupt:
+            interrupted += 1
+        if reply is not None:
+            assert reply == b"%d" % i
+    return interrupted
+
+
+@pytest.mark.parametrize("how", ["execute", "pipeline", "script"])
+def test_interrupts_at_random_points_never_leak_the_pool_slot(redis_url: str, impl: str, how: str) -> None:
+    client = fastlock.Client(redis_url, impl=impl, max_connections=1, pool_timeout=2.0)
+    run = _echo_by(client, how)
+    assert run(0) == b"0"
+    start = time.perf_counter()
+    for i in range(200):
+        assert run(i) == b"%d" % i
+    one_call = (time.perf_counter() - start) / 200
+    gc.collect()  # earlier tests' garbage: its weak-set callbacks must not be interrupted here
+    previous = signal.signal(signal.SIGALRM, _raise_interrupt)
+    try:
+        interrupted = _interrupted_calls(run, 500, 2 * one_call, seed=sum(map(ord, impl + how)))
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert interrupted == 500
+    assert [run(i) for i in range(5)] == [b"0", b"1", b"2", b"3", b"4"]
+    assert client.pool.size == 1

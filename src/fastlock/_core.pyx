@@ -30,7 +30,14 @@ from ._arguments import (
     argument_value_error,
     too_long,
 )
-from .exceptions import ConnectionError, ProtocolError, ResponseError, TimeoutError, response_error
+from .exceptions import (
+    OUT_OF_STEP,
+    ConnectionError,
+    ProtocolError,
+    ResponseError,
+    TimeoutError,
+    response_error,
+)
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object, Py_ssize_t*) except NULL
@@ -351,6 +358,10 @@ cdef class ReplyReader:
         reply = self._gets()
         return False if reply is _NOT_ENOUGH else reply
 
+    def has_data(self):
+        """True when bytes not yet returned as a reply are buffered."""
+        return self._reader.has_data()
+
 
 # --- the connection -------------------------------------------------------------------
 
@@ -358,7 +369,8 @@ cdef class ReplyReader:
 cdef class Connection:
     """One socket to one server. Plain TCP and unix sockets are driven with ``send`` and
     ``recv`` on the file descriptor (timeouts are the socket's SO_SNDTIMEO/SO_RCVTIMEO);
-    TLS sockets through their Python methods. Any I/O failure closes the connection.
+    TLS sockets through their Python methods. Any I/O failure closes the connection, and
+    so do bytes left in the reader after a command's reply(ies): ``ProtocolError``.
     ``round_trips`` counts the writes sent (a pipeline is one).
     """
 
@@ -374,6 +386,7 @@ cdef class Connection:
     cdef object _has_data
     cdef bytearray _in
     cdef char* _in_data
+    cdef object __weakref__
 
     def __cinit__(self, sock):
         buf_init(&self._out, 4096)
@@ -486,9 +499,17 @@ cdef class Connection:
         self.last_used = now.tv_sec + now.tv_nsec * 1e-9
         return reply
 
+    cdef int _check_drained(self) except -1:
+        """Raise if anything follows the last reply read: the stream is out of step."""
+        if self._has_data():
+            self.close()
+            raise ProtocolError(OUT_OF_STEP)
+        return 0
+
     cdef object _roundtrip(self):
         self._flush()
         reply = self._read_reply()
+        self._check_drained()
         if isinstance(reply, ResponseError):
             raise reply
         return reply
@@ -523,4 +544,6 @@ cdef class Connection:
             self._out.len = 0
             raise
         self._flush()
-        return [self._read_reply() for _ in range(count)]
+        replies = [self._read_reply() for _ in range(count)]
+        self._check_drained()
+        return replies

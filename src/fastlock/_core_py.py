@@ -22,7 +22,14 @@ from ._arguments import (
     argument_value_error,
     too_long,
 )
-from .exceptions import ConnectionError, ProtocolError, ResponseError, TimeoutError, response_error
+from .exceptions import (
+    OUT_OF_STEP,
+    ConnectionError,
+    ProtocolError,
+    ResponseError,
+    TimeoutError,
+    response_error,
+)
 
 __all__ = ["Connection", "ReplyReader", "encode_command", "encode_evalsha", "encode_pipeline"]
 
@@ -132,6 +139,10 @@ class ReplyReader:
         view = memoryview(data).cast("B")
         self._buf += view[offset:] if length < 0 else view[offset : offset + length]
 
+    def has_data(self) -> bool:
+        """True when bytes not yet returned as a reply are buffered."""
+        return len(self._buf) > self._pos
+
     def gets(self) -> Any:
         """Return the next complete reply, or ``False`` when more bytes are needed."""
         try:
@@ -188,7 +199,8 @@ class Connection:
     """One socket to one server, driven through the socket's Python methods.
 
     Plain sockets are blocking with SO_SNDTIMEO/SO_RCVTIMEO timeouts (so one ``send``
-    and one ``recv`` syscall per command); TLS sockets use their own timeout.
+    and one ``recv`` syscall per command); TLS sockets use their own timeout. Bytes left
+    in the reader after a command's reply(ies) close the connection: ``ProtocolError``.
     ``round_trips`` counts the writes sent (a pipeline is one).
     """
 
@@ -245,9 +257,16 @@ class Connection:
         self.last_used = monotonic()
         return reply
 
+    def _check_drained(self) -> None:
+        """Raise if anything follows the last reply read: the stream is out of step."""
+        if self._reader.has_data():
+            self.close()
+            raise ProtocolError(OUT_OF_STEP)
+
     def _roundtrip(self, payload: bytes) -> Any:
         self._flush(payload)
         reply = self._read_reply()
+        self._check_drained()
         if isinstance(reply, ResponseError):
             raise reply
         return reply
@@ -273,4 +292,6 @@ class Connection:
         out: list[bytes] = []
         _put_pipeline(out, commands)
         self._flush(b"".join(out))
-        return [self._read_reply() for _ in range(count)]
+        replies = [self._read_reply() for _ in range(count)]
+        self._check_drained()
+        return replies

@@ -49,9 +49,45 @@ from .pool import ConnectionPool
 from .queue import Queue
 from .scripts import Script, ScriptCounters, ScriptRegistry, ScriptStats
 
-__all__ = ["MAX_RELOADS", "BoundScript", "Client", "Pipeline"]
+__all__ = ["BLOCKING_MARGIN", "MAX_RELOADS", "BoundScript", "Client", "Pipeline"]
 
 _KEEP_CONNECTION = (ResponseError, ArgumentError, ArgumentTypeError)
+
+BLOCKING_MARGIN = 1.0
+"""Least time a blocking command's socket read waits beyond the command's own timeout."""
+
+_SCRIPT_INSTEAD = "for atomic work use a Lua script (Client.register_script)"
+_PUBSUB_INSTEAD = "use redis-py's PubSub, on its own connection"
+_OWN_CONNECTION = "use a dedicated redis-py connection"
+_REFUSED: dict[str, str] = {
+    **dict.fromkeys(("MULTI", "EXEC", "DISCARD", "WATCH", "UNWATCH"), _SCRIPT_INSTEAD),
+    **dict.fromkeys(
+        ("SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "UNSUBSCRIBE", "PUNSUBSCRIBE", "SUNSUBSCRIBE"),
+        _PUBSUB_INSTEAD,
+    ),
+    **dict.fromkeys(
+        (
+            "MONITOR",
+            "SYNC",
+            "PSYNC",
+            "READONLY",
+            "READWRITE",
+            "CLIENT REPLY",
+            "CLIENT TRACKING",
+            "CLIENT CACHING",
+        ),
+        _OWN_CONNECTION,
+    ),
+    "SELECT": "pass db= to Client (or /<db> in the URL)",
+    "AUTH": "pass username= and password= to Client (or put them in the URL)",
+    "CLIENT SETNAME": "pass client_name= to Client",
+    "HELLO": "fastlock speaks RESP2 only",
+    "RESET": "build a new Client",
+    "QUIT": "call Client.close()",
+}
+"""Commands that change the state of the connection they run on (its transaction,
+protocol, database, user, reply mode or subscriptions), refused by :meth:`Client.execute`
+and pipelines; the value says what to use instead."""
 
 MAX_RELOADS = 3
 """Most ``SCRIPT LOAD`` + ``EVALSHA`` retries one call makes after ``NOSCRIPT``."""
@@ -119,8 +155,10 @@ class Client:
 
     @classmethod
     def from_redis(cls, redis_client: Any, **kwargs: Any) -> Client:
-        """Build a client for the same server, database, credentials and TLS settings as
-        a redis-py (or valkey-py) client. ``kwargs`` go to :class:`Client`."""
+        """Build a client for the same server, database, credentials, timeouts and TLS
+        settings as a redis-py (or valkey-py) client. ``kwargs`` go to :class:`Client`.
+        redis-py's default ``socket_timeout=None`` is kept: ordinary commands wait for
+        ever, blocking waits still end by their own timeout (:meth:`execute_blocking`)."""
         from .compat import params_from_redis
 
         params = params_from_redis(redis_client)
@@ -187,15 +225,23 @@ class Client:
         return result
 
     def execute(self, *args: Any) -> Any:
-        """Run one command, e.g. ``client.execute("SET", "k", 1)``; error replies raise."""
+        """Run one command, e.g. ``client.execute("SET", "k", 1)``; error replies raise.
+
+        Commands that would change the pooled connection's state (``MULTI``, ``SUBSCRIBE``,
+        ``SELECT``, ... the list is in README) raise :class:`~fastlock.ArgumentError`, unsent.
+        """
+        _refuse_connection_state(args)
         return self._run(self._core.Connection.execute, args)
 
     def execute_blocking(self, *args: Any, timeout: float) -> Any:
         """Run a blocking command (``BZPOPMIN``, ``BLMOVE``, ...) that may wait up to
-        ``timeout`` seconds on the server: the read timeout of this one call is extended by
-        ``timeout``. Pass the same wait in the command's own arguments."""
+        ``timeout`` seconds on the server. Pass the same wait in the command's own
+        arguments. The socket read of this one call waits ``timeout`` plus the client's
+        ``socket_timeout``, and at least :data:`BLOCKING_MARGIN` more, whatever the
+        ``socket_timeout`` is (``None`` included)."""
+        _refuse_connection_state(args)
         normal = self.params.socket_timeout
-        return self._run(_execute_blocking, args, timeout + (normal or 0.0), normal)
+        return self._run(_execute_blocking, args, timeout + max(normal or 0.0, BLOCKING_MARGIN), normal)
 
     def evalsha(self, sha: str | bytes, keys: Sequence[Any] = (), args: Sequence[Any] = ()) -> Any:
         """Run ``EVALSHA`` of an already loaded script."""
@@ -379,6 +425,28 @@ class Client:
         return f"<fastlock.Client {self.params.address} impl={self.impl}>"
 
 
+def _command_word(value: Any) -> str:
+    if isinstance(value, (bytes, bytearray)):
+        return value.decode("latin-1").upper()
+    return value.upper() if isinstance(value, str) else ""
+
+
+def _refuse_connection_state(args: tuple[Any, ...]) -> None:
+    """Raise ``ArgumentError`` for a command in :data:`_REFUSED` (name and, for ``CLIENT``,
+    subcommand compared case-insensitively)."""
+    if not args:
+        return
+    word = _command_word(args[0])
+    if word == "CLIENT" and len(args) > 1:
+        word = f"CLIENT {_command_word(args[1])}"
+    instead = _REFUSED.get(word)
+    if instead is not None:
+        raise ArgumentError(
+            f"{word} changes the state of the pooled connection it runs on, so later commands "
+            f"on that connection would get wrong replies; fastlock refuses it: {instead}"
+        )
+
+
 def _execute_blocking(conn: Any, args: tuple[Any, ...], read_timeout: float, normal: float | None) -> Any:
     set_io_timeout(conn.sock, read_timeout)
     try:
@@ -396,9 +464,11 @@ class Pipeline:
         self._commands: list[tuple[Any, ...]] = []
 
     def execute_command(self, *args: Any) -> Pipeline:
-        """Queue one command; returns the pipeline so calls can be chained."""
+        """Queue one command (refused like in :meth:`Client.execute`); returns the pipeline
+        so calls can be chained."""
         if not args:
             raise ValueError("a command needs at least its name")
+        _refuse_connection_state(args)
         self._commands.append(args)
         return self
 

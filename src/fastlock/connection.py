@@ -10,7 +10,7 @@ import builtins
 import socket
 import ssl
 import struct
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -24,14 +24,15 @@ DEFAULT_URL = "redis://127.0.0.1:6379/0"
 
 @dataclass(frozen=True)
 class ConnectionParams:
-    """Everything needed to open one connection. Timeouts are seconds; ``None`` waits forever."""
+    """Everything needed to open one connection. Timeouts are seconds; ``None`` waits forever.
+    The password is left out of ``repr``."""
 
     host: str = "127.0.0.1"
     port: int = 6379
     path: str | None = None
     db: int = 0
     username: str | None = None
-    password: str | None = None
+    password: str | None = field(default=None, repr=False)
     ssl_context: ssl.SSLContext | None = None
     connect_timeout: float | None = 5.0
     socket_timeout: float | None = 5.0
@@ -83,6 +84,12 @@ def _seconds(value: str) -> float | None:
     return None if value.lower() in ("", "none") else float(value)
 
 
+def _redacted(url: str) -> str:
+    """``url`` with everything between ``://`` and the last ``@`` masked."""
+    scheme, sep, rest = url.partition("://")
+    return f"{scheme}{sep}***@{rest.rpartition('@')[2]}" if "@" in rest else url
+
+
 def parse_url(url: str = DEFAULT_URL, **overrides: Any) -> ConnectionParams:
     """Parse ``redis://[user:password@]host[:port][/db]``, ``rediss://...`` (TLS) or
     ``unix://[user:password@]/path/to.sock?db=N``.
@@ -90,9 +97,16 @@ def parse_url(url: str = DEFAULT_URL, **overrides: Any) -> ConnectionParams:
     Query options: ``db``, ``connect_timeout``, ``socket_timeout``, ``client_name``,
     and for TLS ``ssl_ca_certs``, ``ssl_certfile``, ``ssl_keyfile``,
     ``ssl_cert_reqs=none|required``, ``ssl_check_hostname``. Keyword ``overrides``
-    (any :class:`ConnectionParams` field) win over the URL.
+    (any :class:`ConnectionParams` field) win over the URL. Percent-encode ``@ : / # ?``
+    in the user name and password: an ``@`` after the host part is refused, and the error
+    never shows the password.
     """
     parts = urlsplit(url)
+    if "@" in url[len(parts.scheme) + 3 + len(parts.netloc) :]:
+        raise ValueError(
+            f"cannot parse {_redacted(url)}: a '/', '#' or '?' in the user name or password ends "
+            "them early; percent-encode them (urllib.parse.quote(password, safe=''))"
+        )
     query = {key: values[-1] for key, values in parse_qs(parts.query).items()}
     fields: dict[str, Any] = {
         "username": unquote(parts.username) if parts.username else None,

@@ -112,7 +112,15 @@ class PoolTimeoutError(FastlockError, builtins.TimeoutError):
 
 class ProtocolError(FastlockError):
     """The server's reply is not what the protocol or the script promises: bytes that are not
-    RESP (the connection is then closed, never reused), or a reply of the wrong shape."""
+    RESP or bytes after a command's reply (the connection is then closed, never reused), or a
+    script reply of the wrong shape."""
+
+
+OUT_OF_STEP = (
+    "unexpected data after the reply (an unsolicited reply or a RESP3 push): the connection "
+    "is out of step and was closed; the command was sent and may have run"
+)
+"""The ``ProtocolError`` text when bytes follow a command's reply (both cores)."""
 
 
 # --- server error replies -------------------------------------------------------------

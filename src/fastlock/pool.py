@@ -5,11 +5,18 @@ connection, to wait for one, or to hand one to a waiter. A connection idle for l
 than ``health_check_interval`` is polled (no round trip) before reuse, so one the server
 closed meanwhile is replaced instead of failing the next command. After ``fork()`` the
 child starts with an empty pool and never touches the parent's sockets.
+
+Slots are exception-safe: the pool counts the connections that are still alive (through
+weak references), so one abandoned by an exception that struck between checkout and
+return (a signal handler, ``KeyboardInterrupt``) frees its slot once it is garbage, and
+its socket is closed then; it is never reused, since its state is unknown.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import queue
 import select
 import threading
 import weakref
@@ -23,6 +30,16 @@ from .exceptions import PoolTimeoutError
 __all__ = ["ConnectionPool"]
 
 _POOLS: weakref.WeakSet[ConnectionPool] = weakref.WeakSet()
+_WAIT_SLICE = 0.05
+"""Longest wait for a free connection between looks at the pool: a slot freed by garbage
+collection wakes no one."""
+
+
+class _Opening:
+    """Holds a slot while its connection is being opened (dies with the opening call)."""
+
+    __slots__ = ("__weakref__",)
+    round_trips = 0
 
 
 class ConnectionPool:
@@ -54,15 +71,27 @@ class ConnectionPool:
 
     def _reset(self) -> None:
         self._idle: deque[Any] = deque()
-        self._size = 0
+        # The slots taken: weak references (without callbacks, which an interrupt could
+        # stop) to the open connections and to the _Opening tokens of those being opened.
+        self._taken: set[weakref.ref[Any]] = set()
         self._waiters = 0
         self._generation = getattr(self, "_generation", 0) + 1
-        self._cond = threading.Condition(threading.Lock())
+        # C-level primitives only, entered so that an interrupt (a signal handler raising)
+        # cannot strike between an acquire and the block that releases it.
+        self._lock = threading.Lock()
+        self._wakeups: queue.SimpleQueue[None] = queue.SimpleQueue()
 
     @property
     def size(self) -> int:
-        """Connections currently open (idle and in use)."""
-        return self._size
+        """Connections currently open or being opened (idle and in use)."""
+        with self._lock:
+            return self._count_taken()
+
+    def _count_taken(self) -> int:
+        """Drop the references to garbage (abandoned) connections and count the rest."""
+        taken = self._taken
+        taken.difference_update([ref for ref in taken if ref() is None])
+        return len(taken)
 
     @property
     def round_trips(self) -> int:
@@ -95,52 +124,65 @@ class ConnectionPool:
         if self._closed:
             raise RuntimeError("the connection pool is closed")
         deadline = None if self.timeout is None else monotonic() + self.timeout
-        with self._cond:
-            self._waiters += 1
+        slot = _Opening()
+        while True:
+            waiting = False
             try:
-                while True:
+                with self._lock:
                     if self._idle:
                         return self._idle.pop()
-                    if self._size < self.max_size:
-                        self._size += 1
+                    if self._count_taken() < self.max_size:
+                        self._taken.add(weakref.ref(slot))
                         break
-                    remaining = None if deadline is None else deadline - monotonic()
-                    if remaining is not None and remaining <= 0:
-                        raise PoolTimeoutError(
-                            f"no connection free in the pool after {self.timeout} s "
-                            f"(all {self.max_size} in use; raise max_connections or release faster)"
-                        )
-                    self._cond.wait(remaining)
+                    self._waiters += 1
+                    waiting = True
+                self._wait(deadline)
             finally:
-                self._waiters -= 1
+                if waiting:
+                    with self._lock:
+                        self._waiters -= 1
         generation = self._generation
         try:
             conn = self._connect()
         except BaseException:
-            self._forget(generation)
+            self._release(slot)
             raise
         conn.generation = generation
+        with self._lock:
+            if generation == self._generation:
+                self._taken.add(weakref.ref(conn))
+                self._taken.discard(weakref.ref(slot))
         return conn
+
+    def _wait(self, deadline: float | None) -> None:
+        """Sleep until a connection is returned or one wait slice passed; raise at ``deadline``."""
+        remaining = _WAIT_SLICE if deadline is None else deadline - monotonic()
+        if remaining <= 0:
+            raise PoolTimeoutError(
+                f"no connection free in the pool after {self.timeout} s "
+                f"(all {self.max_size} in use; raise max_connections or release faster)"
+            )
+        with contextlib.suppress(queue.Empty):
+            self._wakeups.get(timeout=min(remaining, _WAIT_SLICE))
 
     def put(self, conn: Any) -> None:
         """Return a connection; a broken one, or one from before a fork, is closed."""
         if conn.broken or self._closed or conn.generation != self._generation:
             if not conn.broken:
                 conn.close()
-            self._retired_round_trips += conn.round_trips
-            self._forget(conn.generation)
+            self._release(conn)
             return
         self._idle.append(conn)
         if self._waiters:
-            with self._cond:
-                self._cond.notify()
+            self._wakeups.put(None)
 
-    def _forget(self, generation: int) -> None:
-        if generation != self._generation:
-            return
-        with self._cond:
-            self._size -= 1
-            self._cond.notify()
+    def _release(self, owner: Any) -> None:
+        """Free the slot of a closed connection (or of a failed opening)."""
+        self._retired_round_trips += owner.round_trips
+        with self._lock:
+            self._taken.discard(weakref.ref(owner))
+        if self._waiters:
+            self._wakeups.put(None)
 
     def close(self) -> None:
         """Close idle connections now and in-use ones when they come back."""
@@ -151,8 +193,7 @@ class ConnectionPool:
             except IndexError:
                 break
             conn.close()
-            self._retired_round_trips += conn.round_trips
-            self._forget(conn.generation)
+            self._release(conn)
 
 
 def _alive(conn: Any) -> bool:

@@ -572,6 +572,7 @@ class TcpProxy:
         self._delay = 0.0
         self._held = False
         self._drop_next = False
+        self._extra = b""
         self._closing = False
         self._listener = socket.socket()
         self._listener.bind((HOST, 0))
@@ -611,6 +612,18 @@ class TcpProxy:
         """When the next server->client chunk arrives, discard it and reset that client connection."""
         with self._cond:
             self._drop_next = True
+
+    def append_to_next_reply(self, data: bytes) -> None:
+        """Send `data` (an unsolicited reply) right after the next server->client chunk, in the same write."""
+        with self._cond:
+            self._extra = data
+
+    def send_to_clients(self, data: bytes) -> None:
+        """Send `data` (an unsolicited reply) now to every proxied client, between replies."""
+        with self._cond:
+            links = list(self._links)
+        for link in links:
+            link.client.sendall(data)
 
     def cut(self) -> None:
         """Abruptly close (RST) every current connection; new connections are still accepted."""
@@ -686,6 +699,8 @@ class TcpProxy:
                     drop = True
                 else:
                     drop = False
+                    if data and self._extra:
+                        data, self._extra = data + self._extra, b""
                     link.pending.append((time.monotonic(), data))  # b"" marks upstream EOF
                     self._cond.notify_all()
             if drop:
