@@ -68,7 +68,8 @@ def run(request: pytest.FixtureRequest) -> Run:
     key = gate.toolchain()
     budgets = SETTINGS.get("budgets", {}).get(key)
     summary.lines.append(
-        f"instruction gate: {len(measurement.per_op)} paths in {measurement.seconds:.0f} s, {key}"
+        f"instruction gate: {len(measurement.per_op)} paths in {measurement.seconds:.0f} s"
+        f" ({measurement.cpu_seconds:.0f} s CPU), toolchain {key}"
     )
     summary.lines += [f"  {name}: {count:,.0f} instructions/op" for name, count in measurement.per_op.items()]
     summary.lines += [f"  {line}" for line in gate.ratio_failures(measurement.per_op, SETTINGS["ratios"])[0]]
