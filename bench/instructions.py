@@ -48,7 +48,7 @@ void fl_dump(const char *name) { CALLGRIND_DUMP_STATS_AT(name); }
 """
 REQUIRE_ENV = "FASTLOCK_REQUIRE_INSTRUCTION_GATE"
 UPDATE = "python bench/instructions.py --update"
-NO_CORE = "the Cython core (fastlock._core) is not built here (pure-Python install): path not measured"
+NO_CORE = "not measured: the Cython core (fastlock._core) is not built here (pure-Python install)"
 
 Op = Callable[[], object]
 

@@ -79,7 +79,7 @@ def run(request: pytest.FixtureRequest) -> Run:
             " Record them with: python bench/instructions.py --update"
         )
     if measurement.skipped:
-        summary.lines.append(f"INSTRUCTION PATHS NOT MEASURED: {len(measurement.skipped)}: {gate.NO_CORE}")
+        summary.lines.append(f"INSTRUCTION PATHS {gate.NO_CORE}: {', '.join(measurement.skipped)}")
     return Run(measurement, key, budgets)
 
 
