@@ -416,15 +416,14 @@ def ratio_failures(per_op: dict[str, float], ratios: dict[str, list[Any]]) -> tu
 
 
 def write_budgets(key: str, per_op: dict[str, float], budgets: Path = BUDGETS) -> None:
-    """Replace (or append) the table of toolchain ``key`` in ``budgets``."""
+    """Replace (or append) the table of toolchain ``key`` in ``budgets`` (its header and the
+    ``"path" = count`` lines under it; comments and other tables stay)."""
     header = f'[instructions.budgets."{key}"]'
     table = [header] + [f'"{name}" = {round(count)}' for name, count in per_op.items()]
     lines = budgets.read_text().splitlines()
     if header in lines:
         start = lines.index(header)
-        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("[")), len(lines))
-        while end > start + 1 and not lines[end - 1].strip():
-            end -= 1
+        end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith('"')), len(lines))
         lines[start:end] = table
     else:
         lines += ["", *table]

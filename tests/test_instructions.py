@@ -122,14 +122,14 @@ def test_budget_verdicts() -> None:
 
 
 def test_write_budgets_replaces_only_its_toolchain(tmp_path: Path) -> None:
-    """--update rewrites the table of its toolchain in place and leaves the rest alone."""
+    """--update rewrites the table of its toolchain in place and leaves the rest (comments too) alone."""
     budgets = tmp_path / "budgets.toml"
     budgets.write_text(
-        '[a]\nx = 1\n\n[instructions.budgets."t1"]\n"p" = 1\n\n[instructions.budgets."t2"]\n"p" = 2\n'
+        '[a]\nx = 1\n\n[instructions.budgets."t1"]\n"p" = 1\n# t2\n[instructions.budgets."t2"]\n"p" = 2\n'
     )
     gate.write_budgets("t1", {"p": 10.4, "q": 20.6}, budgets)
     gate.write_budgets("t3", {"p": 3.0}, budgets)
     assert budgets.read_text() == (
-        '[a]\nx = 1\n\n[instructions.budgets."t1"]\n"p" = 10\n"q" = 21\n\n'
+        '[a]\nx = 1\n\n[instructions.budgets."t1"]\n"p" = 10\n"q" = 21\n# t2\n'
         '[instructions.budgets."t2"]\n"p" = 2\n\n[instructions.budgets."t3"]\n"p" = 3\n'
     )
