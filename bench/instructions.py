@@ -5,13 +5,13 @@ the gate's verdict; ``--update`` (re)writes this toolchain's budgets in ``budget
 ``--runs 3`` measures several times and prints the spread (the medians are gated or
 written). ``tests/test_instructions.py`` runs the same measurement in the test suite.
 
-How: a child Python (GC off, a fixed environment with ``PYTHONHASHSEED=0``) runs under
-``valgrind --tool=callgrind`` against a private server on a unix socket (not instrumented).
-For each path the child sets up and warms up uninstrumented (fast), starts instrumentation,
-collects exactly ``ops`` operations between two ``CALLGRIND_TOGGLE_COLLECT`` client
-requests, dumps them (``CALLGRIND_DUMP_STATS_AT``) and stops instrumentation: a tiny C shim
-compiled here with gcc against ``valgrind/callgrind.h``, called through ctypes.
-Instructions per op = collected Ir / ops.
+How: a child Python (GC off, a fixed environment with ``PYTHONHASHSEED=0``, no address
+space randomisation) runs under ``valgrind --tool=callgrind`` against a private server on a
+unix socket (not instrumented). For each path the child sets up and warms up
+uninstrumented (fast), starts instrumentation, collects exactly ``ops`` operations between
+two ``CALLGRIND_TOGGLE_COLLECT`` client requests, dumps them (``CALLGRIND_DUMP_STATS_AT``)
+and stops instrumentation: a tiny C shim compiled here with gcc against
+``valgrind/callgrind.h``, called through ctypes. Instructions per op = collected Ir / ops.
 """
 
 from __future__ import annotations
@@ -243,6 +243,14 @@ def _parse_dumps(directory: Path) -> dict[str, int]:
     return counts
 
 
+def _no_aslr() -> None:
+    """In the forked child before exec: no address-space randomisation (personality
+    ADDR_NO_RANDOMIZE). With it, counts moved by up to 0.8% from run to run (addresses
+    decide alignment and object hashes); without it they repeat exactly. Refused in some
+    sandboxes: then the counts are merely noisier."""
+    ctypes.CDLL(None).personality(0x0040000)
+
+
 def _child_env() -> dict[str, str]:
     """A fixed environment: its size shifts the child's memory layout, and with it a few
     counts (the caller's variables, ``FASTLOCK_IMPL`` included, are not passed on)."""
@@ -293,7 +301,8 @@ def measure(names: Sequence[str] | None = None, jobs: int = 1) -> Measurement:
             command = [valgrind, "--tool=callgrind", "--instr-atstart=no", "--collect-atstart=no"]
             command += ["--dump-line=no", "--dump-instr=no", f"--callgrind-out-file={out}/callgrind.out.%p"]
             command += [sys.executable, __file__, "--child", server.path, str(shim), *group]
-            children.append((out, group, subprocess.Popen(command, env=_child_env(), stderr=subprocess.PIPE)))
+            child = subprocess.Popen(command, env=_child_env(), stderr=subprocess.PIPE, preexec_fn=_no_aslr)
+            children.append((out, group, child))
         for out, group, child in children:
             _, stderr = child.communicate()
             if child.returncode:
