@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-import socket
 from collections.abc import Callable
 from typing import Any
 
 import hiredis
 import pytest
+from instructions import hiredis_command, raw_socket_hiredis
 
 import fastlock
 from fastlock import _core_py
@@ -33,18 +33,18 @@ def _cython_core() -> Any:
 
 @pytest.mark.parametrize("packer", ["fastlock cython", "fastlock python", "hiredis.pack_command", "redis-py"])
 def test_encode_evalsha(measure: Callable[..., Figures], packer: str) -> None:
+    command = hiredis_command()
     if packer == "fastlock cython":
         encode = _cython_core().encode_evalsha
         fn = lambda: encode(SHA, KEYS, ARGS)  # noqa: E731
     elif packer == "fastlock python":
         fn = lambda: _core_py.encode_evalsha(SHA, KEYS, ARGS)  # noqa: E731
     elif packer == "hiredis.pack_command":
-        command = ("EVALSHA", SHA, len(KEYS), *KEYS, 1, "two", 3.5, b"four", 1)  # hiredis refuses bool
         fn = lambda: hiredis.pack_command(command)  # noqa: E731
     else:
         redis = pytest.importorskip("redis")
         pack = redis.Connection().pack_command
-        fn = lambda: pack("EVALSHA", SHA, len(KEYS), *KEYS, 1, "two", 3.5, b"four", 1)  # noqa: E731
+        fn = lambda: pack(*command)  # noqa: E731
     measure(f"encode: {packer}", fn, ops=ENCODE_OPS)
 
 
@@ -66,20 +66,7 @@ def test_evalsha_round_trip(measure: Callable[..., Figures], server_url: str, cl
         rs = r.register_script(SCRIPT)
         fn = lambda: rs(keys=KEYS, args=(1, "two", 3.5, b"four", 1))  # noqa: E731
     else:
-        sock = socket.socket(socket.AF_UNIX)
-        sock.connect(server_url.removeprefix("unix://"))
-        sock.sendall(hiredis.pack_command(("SCRIPT", "LOAD", SCRIPT)))
-        sock.recv(128)
-        reader, buf = hiredis.Reader(), bytearray(65536)
-        payload = hiredis.pack_command(("EVALSHA", SHA, len(KEYS), *KEYS, 1, "two", 3.5, b"four", 1))
-
-        def fn() -> Any:
-            sock.sendall(payload)
-            reply = False
-            while reply is False:
-                reader.feed(buf, 0, sock.recv_into(buf))
-                reply = reader.gets()
-            return reply
+        fn = raw_socket_hiredis(server_url.removeprefix("unix://"))
 
     assert fn() == 1
     measure(

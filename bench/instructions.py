@@ -1,0 +1,502 @@
+"""Client instructions per operation under callgrind: the deterministic perf gate.
+
+``python bench/instructions.py`` measures every path and prints the counts, the ratios and
+the gate's verdict; ``--update`` (re)writes this toolchain's budgets in ``budgets.toml``;
+``--runs 3`` measures several times and prints the spread (the medians are gated or
+written). ``tests/test_instructions.py`` runs the same measurement in the test suite.
+
+How: a child Python (GC off, a fixed environment with ``PYTHONHASHSEED=0``, no address
+space randomisation) runs under ``valgrind --tool=callgrind`` against a private server on a
+unix socket (not instrumented). For each path the child sets up and warms up
+uninstrumented (fast), starts instrumentation, collects exactly ``ops`` operations between
+two ``CALLGRIND_TOGGLE_COLLECT`` client requests, dumps them (``CALLGRIND_DUMP_STATS_AT``)
+and stops instrumentation: a tiny C shim compiled here with gcc against
+``valgrind/callgrind.h``, called through ctypes. Instructions per op = collected Ir / ops.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import gc
+import hashlib
+import importlib.metadata
+import importlib.util
+import platform
+import re
+import resource
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+BUDGETS = Path(__file__).with_name("budgets.toml")
+SHIM = r"""
+#include <valgrind/callgrind.h>
+void fl_start(void) { CALLGRIND_START_INSTRUMENTATION; }
+void fl_stop(void) { CALLGRIND_STOP_INSTRUMENTATION; }
+void fl_toggle(void) { CALLGRIND_TOGGLE_COLLECT; }
+void fl_dump(const char *name) { CALLGRIND_DUMP_STATS_AT(name); }
+"""
+REQUIRE_ENV = "FASTLOCK_REQUIRE_INSTRUCTION_GATE"
+UPDATE = "python bench/instructions.py --update"
+NO_CORE = "not measured: the Cython core (fastlock._core) is not built here (pure-Python install)"
+
+Op = Callable[[], object]
+
+
+# --------------------------------------------------------------------------- the paths (child side)
+
+
+def _reference() -> tuple[str, tuple[str, ...], tuple[Any, ...]]:
+    from fastlock.benchmark import EVALSHA_ARGS, EVALSHA_KEYS, EVALSHA_SCRIPT
+
+    return hashlib.sha1(EVALSHA_SCRIPT.encode()).hexdigest(), EVALSHA_KEYS, EVALSHA_ARGS
+
+
+def hiredis_command() -> tuple[Any, ...]:
+    """The reference EVALSHA as a hiredis command (hiredis refuses bool: True is sent as 1)."""
+    sha, keys, _ = _reference()
+    return ("EVALSHA", sha, len(keys), *keys, 1, "two", 3.5, b"four", 1)
+
+
+def raw_socket_hiredis(path: str) -> Op:
+    """The floor: a raw unix socket + ``hiredis.Reader`` sending a prepacked EVALSHA."""
+    import hiredis
+
+    from fastlock.benchmark import EVALSHA_SCRIPT
+
+    sock = socket.socket(socket.AF_UNIX)
+    sock.connect(path)
+    sock.sendall(hiredis.pack_command(("SCRIPT", "LOAD", EVALSHA_SCRIPT)))
+    sock.recv(128)
+    reader, buf = hiredis.Reader(), bytearray(65536)
+    payload = hiredis.pack_command(hiredis_command())
+
+    def op() -> Any:
+        sock.sendall(payload)
+        reply = False
+        while reply is False:
+            reader.feed(buf, 0, sock.recv_into(buf))
+            reply = reader.gets()
+        return reply
+
+    return op
+
+
+def _encode_cython(path: str) -> Op:
+    from fastlock._core import encode_evalsha
+
+    sha, keys, args = _reference()
+    return lambda: encode_evalsha(sha, keys, args)
+
+
+def _pack_command(path: str) -> Op:
+    import hiredis
+
+    pack, command = hiredis.pack_command, hiredis_command()
+    return lambda: pack(command)
+
+
+def _call(impl: str | None) -> Callable[[str], Op]:
+    """``client.call`` of the reference script; ``impl=None`` is the default core."""
+
+    def setup(path: str) -> Op:
+        from fastlock import Client
+        from fastlock.benchmark import EVALSHA_SCRIPT
+
+        _, keys, args = _reference()
+        client = Client(f"unix://{path}", impl=impl)
+        name = client.register_script(EVALSHA_SCRIPT).name
+        call = client.call
+        return lambda: call(name, keys, args)
+
+    return setup
+
+
+def _core_evalsha(path: str) -> Op:
+    from fastlock._core import Connection
+    from fastlock.benchmark import EVALSHA_SCRIPT
+
+    sha, keys, args = _reference()
+    sock = socket.socket(socket.AF_UNIX)
+    sock.connect(path)
+    conn = Connection(sock)
+    conn.execute(("SCRIPT", "LOAD", EVALSHA_SCRIPT))
+    return lambda: conn.evalsha(sha, keys, args)
+
+
+def _workload(name: str) -> Callable[[str], Op]:
+    """A workload of ``fastlock.workloads`` (the ones ``python -m fastlock bench`` times)."""
+
+    def setup(path: str) -> Op:
+        from fastlock import Client
+        from fastlock.workloads import ALL
+
+        (workload,) = (w for w in ALL if w.name == name)
+        return workload.setup(Client(f"unix://{path}"))
+
+    return setup
+
+
+@dataclass(frozen=True)
+class Path_:
+    """One measured path: ``setup(socket path)`` returns the operation; ``warmup`` and
+    ``ops`` are multiples of a batch where the path batches."""
+
+    name: str
+    setup: Callable[[str], Op]
+    ops: int
+    warmup: int
+    cython: bool = True  # needs fastlock._core (or is budgeted on it: the default core)
+
+
+PATHS = (
+    Path_("encode: cython core", _encode_cython, ops=3000, warmup=500),
+    Path_("encode: hiredis.pack_command", _pack_command, ops=1000, warmup=500, cython=False),
+    Path_("client.call: cython core (default)", _call(None), ops=1000, warmup=300),
+    Path_("core evalsha: cython Connection", _core_evalsha, ops=1500, warmup=300),
+    Path_("client.call: python core", _call("python"), ops=300, warmup=300, cython=False),
+    Path_("raw socket + hiredis (floor)", raw_socket_hiredis, ops=2000, warmup=300, cython=False),
+    Path_("lock acquire + release", _workload("lock acquire + release"), ops=400, warmup=200),
+    Path_("lock lifecycle: until_executed", _workload("lock lifecycle: until_executed"), ops=200, warmup=100),
+    Path_("job: unbatched", _workload("job enqueue -> claim -> complete, unbatched"), ops=300, warmup=200),
+    Path_("job: batches of 100", _workload("job enqueue -> claim -> complete, batches of 100"), 1000, 300),
+)
+BY_NAME = {p.name: p for p in PATHS}
+
+
+def run_child(socket_path: str, shim: str, names: Sequence[str]) -> None:
+    """In the child under callgrind: set up and warm up each path uninstrumented (fast), then
+    instrument, collect and dump its region."""
+    gc.disable()
+    lib = ctypes.CDLL(shim)
+    for name in names:
+        path = BY_NAME[name]
+        op = path.setup(socket_path)
+        for _ in range(path.warmup):
+            op()
+        region = range(path.ops)
+        lib.fl_start()
+        lib.fl_toggle()
+        for _ in region:
+            op()
+        lib.fl_toggle()
+        lib.fl_dump(name.encode())
+        lib.fl_stop()
+
+
+# --------------------------------------------------------------------------- measuring (parent side)
+
+
+def has_core() -> bool:
+    """Whether the Cython core is importable by this interpreter (an in-place .so of another
+    interpreter's ABI does not count)."""
+    return importlib.util.find_spec("fastlock._core") is not None
+
+
+def unavailable() -> str | None:
+    """Why the gate cannot run here, or None."""
+    missing = [tool for tool in ("valgrind", "gcc") if shutil.which(tool) is None]
+    if missing:
+        return f"{' and '.join(missing)} not on PATH (Debian: apt-get install valgrind gcc)"
+    try:
+        _server_binary()
+    except FileNotFoundError as exc:
+        return str(exc)
+    return None
+
+
+class Unavailable(RuntimeError):
+    """The gate cannot run on this machine (the message says why)."""
+
+
+def build_shim(directory: Path) -> Path:
+    """Compile the client-request shim; raise :class:`Unavailable` saying why it failed."""
+    source, library = directory / "shim.c", directory / "shim.so"
+    source.write_text(SHIM)
+    proc = subprocess.run(
+        ["gcc", "-shared", "-fPIC", "-O1", "-o", str(library), str(source)], capture_output=True, text=True
+    )
+    if proc.returncode:
+        raise Unavailable(f"cannot compile the callgrind shim (valgrind/callgrind.h missing?): {proc.stderr}")
+    return library
+
+
+def _parse_dumps(directory: Path) -> dict[str, int]:
+    """Ir collected per dump, by the name given to CALLGRIND_DUMP_STATS_AT."""
+    counts = {}
+    for dump in directory.glob("callgrind.out.*"):
+        text = dump.read_text(errors="replace")
+        trigger = re.search(r"^desc: Trigger: Client Request: (.+)$", text, re.M)
+        total = re.search(r"^totals: (\d+)", text, re.M)  # summary: is wrong when started mid-call
+        if trigger and total:
+            counts[trigger.group(1)] = int(total.group(1))
+    return counts
+
+
+def _no_aslr() -> None:
+    """In the forked child before exec: no address-space randomisation (personality
+    ADDR_NO_RANDOMIZE). With it, counts moved by up to 0.8% from run to run (addresses
+    decide alignment and object hashes); without it they repeat exactly. Refused in some
+    sandboxes: then the counts are merely noisier."""
+    ctypes.CDLL(None).personality(0x0040000)
+
+
+def _child_env() -> dict[str, str]:
+    """A fixed environment: its size shifts the child's memory layout, and with it a few
+    counts (the caller's variables, ``FASTLOCK_IMPL`` included, are not passed on)."""
+    return {"PYTHONHASHSEED": "0", "LC_ALL": "C.UTF-8"}
+
+
+def _server_binary() -> str:
+    from fastlock.embedded import find_server_binary
+
+    return shutil.which("redis-server") or find_server_binary()
+
+
+@dataclass
+class Measurement:
+    """Instructions per op by path, the paths not measured (with why) and the toolchain."""
+
+    per_op: dict[str, float] = field(default_factory=dict)
+    skipped: dict[str, str] = field(default_factory=dict)
+    seconds: float = 0.0  # wall time
+    cpu_seconds: float = 0.0  # user + system of the children (valgrind included)
+
+
+def measure(names: Sequence[str] | None = None, jobs: int = 1) -> Measurement:
+    """Measure ``names`` (default: every path this install can run) in ``jobs`` children run
+    side by side. One child is the default: with two, ``hiredis.pack_command`` moved by up to
+    0.8% from run to run (it does not in one child)."""
+    from fastlock.embedded import EmbeddedServer
+
+    started, cpu = time.monotonic(), _children_cpu()
+    result = Measurement()
+    core = has_core()
+    todo = []
+    for path in (BY_NAME[n] for n in names) if names else PATHS:
+        if path.cython and not core:
+            result.skipped[path.name] = NO_CORE
+        else:
+            todo.append(path)
+    groups = [[p.name for p in todo[i::jobs]] for i in range(jobs)]
+    with (
+        tempfile.TemporaryDirectory(prefix="fastlock-instr-") as tmp,
+        EmbeddedServer(_server_binary()) as server,
+    ):
+        shim, valgrind = build_shim(Path(tmp)), shutil.which("valgrind") or "valgrind"
+        children = []
+        for i, group in enumerate(g for g in groups if g):
+            out = Path(tmp) / f"child{i}"
+            out.mkdir()
+            command = [valgrind, "--tool=callgrind", "--instr-atstart=no", "--collect-atstart=no"]
+            command += ["--dump-line=no", "--dump-instr=no", f"--callgrind-out-file={out}/callgrind.out.%p"]
+            command += [sys.executable, __file__, "--child", server.path, str(shim), *group]
+            child = subprocess.Popen(command, env=_child_env(), stderr=subprocess.PIPE, preexec_fn=_no_aslr)
+            children.append((out, group, child))
+        for out, group, child in children:
+            _, stderr = child.communicate()
+            if child.returncode:
+                raise RuntimeError(
+                    f"instrumented child failed ({child.returncode}): {stderr.decode()[-3000:]}"
+                )
+            counts = _parse_dumps(out)
+            for name in group:
+                if name not in counts:
+                    raise RuntimeError(f"no callgrind dump for {name!r}: {stderr.decode()[-3000:]}")
+                result.per_op[name] = counts[name] / BY_NAME[name].ops
+    result.seconds, result.cpu_seconds = time.monotonic() - started, _children_cpu() - cpu
+    return result
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+# --------------------------------------------------------------------------- toolchain and budgets
+
+
+def _output(*command: str) -> str:
+    try:
+        return subprocess.run(command, capture_output=True, text=True, timeout=30).stdout.strip()
+    except OSError:
+        return "none"
+
+
+def _extension_build() -> tuple[str, str]:
+    """(gcc version, Cython version) recorded in the built extension's binary, or the system
+    gcc and "none" without one."""
+    spec = importlib.util.find_spec("fastlock._core")
+    if spec is None or spec.origin is None:
+        return _output("gcc", "-dumpfullversion"), "none"
+    data = Path(spec.origin).read_bytes()
+    gcc = re.search(rb"GCC: \([^)]*\) ([0-9][0-9.]*)", data)
+    cython = re.search(rb"_cython_(\d+_\d+_\d+\w*)", data)
+    return (
+        gcc.group(1).decode() if gcc else "unknown",
+        cython.group(1).decode().replace("_", ".") if cython else "unknown",
+    )
+
+
+def _os_release() -> str:
+    try:
+        text = Path("/etc/os-release").read_text()
+    except OSError:
+        return platform.system().lower()
+    fields = dict(re.findall(r'^(\w+)="?([^"\n]*)"?$', text, re.M))
+    return f"{fields.get('ID', 'linux')}-{fields.get('VERSION_ID', '?')}"
+
+
+def toolchain() -> str:
+    """What the absolute counts depend on: interpreter (and its compiler), the compiler and
+    Cython of the extension, glibc, valgrind, hiredis, the OS release."""
+    gcc, cython = _extension_build()
+    compiler = platform.python_compiler().lower().replace(" ", "-")
+    libc = "-".join(platform.libc_ver()) or "libc-unknown"
+    return " ".join(
+        (
+            f"{platform.python_implementation().lower()}-{platform.python_version()}({compiler})",
+            f"ext-gcc-{gcc}",
+            f"cython-{cython}",
+            libc,
+            _output("valgrind", "--version") or "valgrind-none",
+            f"hiredis-{importlib.metadata.version('hiredis')}",
+            _os_release(),
+        )
+    )
+
+
+def load_settings() -> dict[str, Any]:
+    """The ``[instructions]`` section of budgets.toml."""
+    settings: dict[str, Any] = tomllib.loads(BUDGETS.read_text())["instructions"]
+    return settings
+
+
+def budget_failures(per_op: dict[str, float], budgets: dict[str, int], settings: dict[str, Any]) -> list[str]:
+    """A message for each path above its budget by more than the tolerance, or so far under
+    it that the budget must be lowered."""
+    tolerance, stale = settings["tolerance"], settings["stale_below"]
+    failures = []
+    for name, count in per_op.items():
+        budget = budgets.get(name)
+        if budget is None:
+            failures.append(f"{name}: {count:,.0f} instructions/op, no budget for it on this toolchain")
+        elif count > budget * (1 + tolerance):
+            failures.append(
+                f"{name}: {count:,.0f} instructions/op is over its budget {budget:,} by "
+                f"{count / budget - 1:+.1%} (tolerance {tolerance:.0%})"
+            )
+        elif count < budget * (1 - stale):
+            failures.append(
+                f"{name}: {count:,.0f} instructions/op is {1 - count / budget:.1%} under its budget"
+                f" {budget:,} (more than {stale:.0%}): lower the budget ({UPDATE})"
+            )
+    return failures
+
+
+def ratio_failures(per_op: dict[str, float], ratios: dict[str, list[Any]]) -> tuple[list[str], list[str]]:
+    """(report lines, failures) of the same-run ratios; a ratio with an unmeasured side is
+    reported as such."""
+    lines, failures = [], []
+    for label, (top, bottom, bound, limit) in ratios.items():
+        if top not in per_op or bottom not in per_op:
+            lines.append(f"{label}: not measured ({top!r} / {bottom!r})")
+            continue
+        ratio = per_op[top] / per_op[bottom]
+        bad = ratio > limit if bound == "max" else ratio < limit
+        line = (
+            f"{label}: {top} / {bottom} = {per_op[top]:,.0f} / {per_op[bottom]:,.0f} = {ratio:.2f}"
+            f" ({bound}imum {limit})"
+        )
+        lines.append(line + (" FAILED" if bad else " ok"))
+        if bad:
+            failures.append(line)
+    return lines, failures
+
+
+def write_budgets(key: str, per_op: dict[str, float], budgets: Path = BUDGETS) -> None:
+    """Replace (or append) the table of toolchain ``key`` in ``budgets`` (its header and the
+    ``"path" = count`` lines under it; comments and other tables stay)."""
+    header = f'[instructions.budgets."{key}"]'
+    table = [header] + [f'"{name}" = {round(count)}' for name, count in per_op.items()]
+    lines = budgets.read_text().splitlines()
+    if header in lines:
+        start = lines.index(header)
+        end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith('"')), len(lines))
+        lines[start:end] = table
+    else:
+        lines += ["", *table]
+    budgets.write_text("\n".join(lines) + "\n")
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def _report(runs: list[Measurement]) -> None:
+    for name in runs[0].per_op:
+        counts = [m.per_op[name] for m in runs]
+        spread = (max(counts) - min(counts)) / min(counts)
+        print(f"{name:40s} " + " ".join(f"{c:10,.0f}" for c in counts) + f"   spread {spread:.3%}")
+    for name, why in runs[0].skipped.items():
+        print(f"{name:40s} skipped: {why}")
+    print(
+        "seconds per run (wall / CPU): " + ", ".join(f"{m.seconds:.1f} / {m.cpu_seconds:.1f}" for m in runs)
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--update", action="store_true", help="write this toolchain's budgets to budgets.toml"
+    )
+    parser.add_argument("--runs", type=int, default=1, help="measure this many times, print the spread")
+    parser.add_argument("--jobs", type=int, default=1, help="instrumented children run side by side")
+    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
+    options = parser.parse_args(argv)
+    if options.child:
+        socket_path, shim, *names = options.child
+        run_child(socket_path, shim, names)
+        return 0
+    why = unavailable()
+    if why:
+        print(f"instruction gate cannot run: {why}")
+        return 2
+    key = toolchain()
+    print(f"toolchain: {key}")
+    try:
+        runs = [measure(jobs=options.jobs) for _ in range(options.runs)]
+    except Unavailable as exc:
+        print(f"instruction gate cannot run: {exc}")
+        return 2
+    _report(runs)
+    settings = load_settings()
+    median = {name: statistics.median(m.per_op[name] for m in runs) for name in runs[0].per_op}
+    lines, failures = ratio_failures(median, settings["ratios"])
+    print("\n".join(lines))
+    if options.update:
+        write_budgets(key, median)
+        print(f"wrote budgets for {key} to {BUDGETS}")
+        return 0
+    budgets = settings.get("budgets", {}).get(key)
+    if budgets is None:
+        print(f"NO BUDGETS for this toolchain: absolute counts not checked ({key})")
+    else:
+        failures += budget_failures(median, budgets, settings)
+    print("\n".join(failures) or "instruction gate: ok")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
