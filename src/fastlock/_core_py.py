@@ -194,7 +194,10 @@ def _line_value(kind: int, line: bytes) -> Any:
 def _length(kind: int, line: bytes, max_length: int, max_elements: int) -> int:
     """The length a bulk (``$ =``) or aggregate header declares; -1 is null."""
     bulk = kind in _BULK_TYPES
-    value = _integer(line)
+    if line.isdigit() and len(line) < 10 and (line[0] != 48 or len(line) == 1):  # the usual case
+        value: int | None = int(line)
+    else:
+        value = _integer(line)
     if value is None:
         raise ProtocolError("Bad bulk string length" if bulk else "Bad multi-bulk length")
     if bulk and value > max_length:
@@ -263,63 +266,66 @@ class ReplyReader:
         searched = self._searched
         self._searched = 0
         try:
-            while pos < size:
-                kind = buf[pos]
-                if kind not in _TYPES:
-                    raise _type_byte_error(kind)
-                if len(stack) >= _MAX_DEPTH and kind not in _LINE_TYPES and kind not in _BULK_TYPES:
-                    raise ProtocolError("Max nesting depth exceeded")
-                end = buf.find(b"\r\n", max(pos + 1, searched))
-                if end < 0 or end - pos - 1 > self._max_length:
-                    if end < 0 and size - pos - 1 < self._max_length + 2:
-                        self._searched = max(size - 1 - pos, 1)
-                        return NOT_ENOUGH
-                    raise reply_too_long("line", self._max_length)
-                line = bytes(buf[pos + 1 : end])
-                after = end + 2
-                items = 0
-                if kind in _LINE_TYPES:
-                    value = _line_value(kind, line)
-                elif kind in _BULK_TYPES:
-                    length = _length(kind, line, self._max_length, self._max_elements)
-                    value = None
-                    if length >= 0:
-                        after += length + 2
-                        if after > size:
+            with memoryview(buf) as view:
+                while pos < size:
+                    kind = buf[pos]
+                    if kind not in _TYPES:
+                        raise _type_byte_error(kind)
+                    if len(stack) >= _MAX_DEPTH and kind not in _LINE_TYPES and kind not in _BULK_TYPES:
+                        raise ProtocolError("Max nesting depth exceeded")
+                    end = buf.find(b"\r\n", max(pos + 1, searched))
+                    if end < 0 or end - pos - 1 > self._max_length:
+                        if end < 0 and size - pos - 1 < self._max_length + 2:
+                            self._searched = max(size - 1 - pos, 1)
                             return NOT_ENOUGH
-                        value = bytes(buf[end + 2 : end + 2 + length])
-                        if kind == 61:  # =
-                            if length < 4 or value[3] != 58:
-                                raise ProtocolError(_BAD_VERBATIM)
-                            value = value[4:]
-                else:
-                    length = _length(kind, line, self._max_length, self._max_elements)
-                    value = None if length < 0 else {} if kind == 37 else []
-                    items = length * 2 if kind == 37 or kind == 124 else length  # % |
-                pos = after
-                if stack:
-                    self._place(stack[-1], value)
-                else:
-                    self._root = value
-                if items > 0:
-                    stack.append([value, items, kind == 37])
-                while stack and stack[-1][1] == 0:
-                    stack.pop()
-                if not stack:
-                    reply, self._root = self._root, None
-                    return reply
-            return NOT_ENOUGH
+                        raise reply_too_long("line", self._max_length)
+                    line = bytes(view[pos + 1 : end])
+                    after = end + 2
+                    items = 0
+                    if kind in _LINE_TYPES:
+                        value = _line_value(kind, line)
+                    elif kind in _BULK_TYPES:
+                        length = _length(kind, line, self._max_length, self._max_elements)
+                        value = None
+                        if length >= 0:
+                            after += length + 2
+                            if after > size:
+                                return NOT_ENOUGH
+                            value = bytes(view[end + 2 : end + 2 + length])
+                            if kind == 61:  # =
+                                if length < 4 or value[3] != 58:
+                                    raise ProtocolError(_BAD_VERBATIM)
+                                value = value[4:]
+                    else:
+                        length = _length(kind, line, self._max_length, self._max_elements)
+                        value = None if length < 0 else {} if kind == 37 else []
+                        items = length * 2 if kind == 37 or kind == 124 else length  # % |
+                    pos = after
+                    if not stack:
+                        self._root = value
+                    elif stack[-1][2]:
+                        self._put_in_map(stack[-1], value)
+                    else:
+                        frame = stack[-1]
+                        frame[0].append(value)
+                        frame[1] -= 1
+                    if items > 0:
+                        stack.append([value, items, kind == 37])
+                    while stack and not stack[-1][1]:
+                        stack.pop()
+                    if not stack:
+                        reply, self._root = self._root, None
+                        return reply
+                return NOT_ENOUGH
         finally:
             del buf[:pos]
 
     @staticmethod
-    def _place(frame: list[Any], value: Any) -> None:
-        """Put ``value`` into the open aggregate ``frame``: as hiredis does, a map key is
-        stored with value None, and a map value replaces the last-inserted item's value."""
+    def _put_in_map(frame: list[Any], value: Any) -> None:
+        """Put a key or value into an open map as hiredis does: a key is stored with value
+        None, and a value replaces the value of the last-inserted item."""
         container = frame[0]
-        if not frame[2]:
-            container.append(value)
-        elif frame[1] % 2 == 0:
+        if frame[1] % 2 == 0:
             try:
                 container[value] = None
             except TypeError:
