@@ -435,19 +435,24 @@ cdef class ReplyReader:
                     self._passing = True
                     break
                 self._kind = p[i]
-                self._line = 0
-                self._cr = False
                 i += 1
                 start = i  # hiredis may see the type byte: a too deep aggregate fails first
-                continue
-            nl = <const char*>memchr(p + i, 10, <size_t>(n - i))
-            k = nl - (p + i) if nl != NULL else n - i
-            if nl != NULL and self._line == 0 and k > 0 and p[i + k - 1] == 13:
-                i += k + 1  # the usual case: the whole line in this feed
-                if self._header(p + i - k - 1, k - 1):
-                    return start
+                nl = <const char*>memchr(p + i, 10, <size_t>(n - i)) if i < n else NULL
+                if nl != NULL and nl > p + i and (nl - 1)[0] == 13:  # the usual case: a whole line
+                    k = nl - 1 - (p + i)
+                    i += k + 2
+                    if self._kind in b"+-:,_#(" and k <= self._max_length:
+                        continue
+                    self._line = 0
+                    if self._header(p + i - k - 2, k):
+                        return start
+                    continue
+                self._line = 0
+                self._cr = False
                 continue
             # a line that spans feeds, or holds a bare \r or \n
+            nl = <const char*>memchr(p + i, 10, <size_t>(n - i))
+            k = nl - (p + i) if nl != NULL else n - i
             if self._line < 20:
                 memcpy(self._head + self._line, p + i, k if k < 20 - self._line else 20 - self._line)
             self._line += k
