@@ -301,7 +301,7 @@ cdef inline bint is_type_byte(char c) noexcept:
     return c in b"+-:,_#($=*%~>|"
 
 
-cdef bint header_length(const char* s, Py_ssize_t n, long long* value) noexcept:
+cdef inline bint header_length(const char* s, Py_ssize_t n, long long* value) noexcept:
     """hiredis's strict integer (``0`` or ``-?[1-9][0-9]*``, 64 bits) as a header length;
     every negative one reads as -1 (hiredis itself refuses the others)."""
     cdef bint negative = n > 0 and s[0] == 45  # -
@@ -419,7 +419,44 @@ cdef class ReplyReader:
 
     cdef Py_ssize_t _scan(self, const char* p, Py_ssize_t n) except -1:
         """Return how many of these ``n`` bytes hiredis may parse: all of them, or those
-        before the first refused line (hiredis may hold its start, never its end)."""
+        before the first refused line (hiredis may hold its start, never its end).
+
+        The loop here takes the usual replies, whole well-formed items within the feed,
+        with no state but the position; ``_scan_items`` takes over for anything else."""
+        cdef Py_ssize_t i = 0, k
+        cdef const char* nl
+        cdef long long value
+        cdef char kind
+        if self._skip or self._line >= 0 or self._passing or self._error is not None:
+            return self._scan_items(p, n)
+        while i < n:
+            kind = p[i]
+            nl = <const char*>memchr(p + i + 1, 10, <size_t>(n - i - 1)) if i + 1 < n else NULL
+            if nl == NULL or nl == p + i + 1 or (nl - 1)[0] != 13 or nl - p - i - 2 > self._max_length:
+                break
+            k = nl - p - i - 2  # the line's length
+            if kind in b"$=":
+                if not header_length(p + i + 1, k, &value) or value > self._max_length:
+                    break
+                i += k + 3
+                if value >= 0:
+                    if value + 2 > n - i:
+                        self._skip = value + 2 - (n - i)
+                        return n
+                    i += <Py_ssize_t>value + 2
+            elif kind in b"*%~>|":
+                if not header_length(p + i + 1, k, &value) or value > self._max_elements:
+                    break
+                i += k + 3
+            elif kind in b"+-:,_#(":
+                i += k + 3
+            else:
+                break
+        return n if i == n else i + self._scan_items(p + i, n - i)
+
+    cdef Py_ssize_t _scan_items(self, const char* p, Py_ssize_t n) except -1:
+        """``_scan`` for any bytes, one state change at a time: a partial item, a line
+        spanning feeds or holding a bare \\r or \\n, an unknown type byte, a refusal."""
         cdef Py_ssize_t i = 0, start = 0, k
         cdef const char* nl
         if self._error is not None:
