@@ -349,6 +349,7 @@ cdef class ReplyReader:
     cdef bint _passing  # an unknown type byte: hiredis refuses it, nothing more to check
     cdef char _head[20]  # the line's first bytes: enough for any valid length
     cdef str _error  # why the stream was refused, or None
+    cdef bint _fresh  # hiredis may hold a reply: bytes came since it last had none
 
     def __cinit__(self, long long max_length=MAX_BULK_LENGTH, long long max_elements=MAX_REPLY_ELEMENTS):
         reader = hiredis.Reader(protocolError=ProtocolError, replyError=response_error, notEnoughData=_NOT_ENOUGH)
@@ -374,6 +375,7 @@ cdef class ReplyReader:
             PyBuffer_Release(&view)
         if accepted:
             self._feed(data, offset, accepted)
+            self._fresh = True
 
     def has_data(self):
         """Whether received bytes wait to be parsed (a partial or a further reply)."""
@@ -388,17 +390,24 @@ cdef class ReplyReader:
         n = self._scan(PyByteArray_AS_STRING(data), n)
         if n:
             self._feed(data, 0, n)
+            self._fresh = True
         return 0
 
     cdef object _next(self):
-        """The next complete reply, or ``NOT_ENOUGH``."""
-        try:
-            reply = self._gets()
-        except TypeError:  # hiredis could not use an aggregate as a dict key
-            raise ProtocolError(BAD_MAP_KEY) from None
-        if reply is _NOT_ENOUGH and self._error is not None:
+        """The next complete reply, or ``NOT_ENOUGH``; hiredis is not asked again until
+        bytes arrive once it has said it needs more or has none left."""
+        if self._fresh:
+            try:
+                reply = self._gets()
+            except TypeError:  # hiredis could not use an aggregate as a dict key
+                raise ProtocolError(BAD_MAP_KEY) from None
+            if reply is not _NOT_ENOUGH:
+                self._fresh = self._has_data()
+                return reply
+            self._fresh = False
+        if self._error is not None:
             raise ProtocolError(self._error)
-        return reply
+        return _NOT_ENOUGH
 
     cdef int _header(self, const char* line, Py_ssize_t length) except -1:
         """Check a complete line of ``length`` bytes: return 1 (and keep the error) when

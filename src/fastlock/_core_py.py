@@ -129,7 +129,8 @@ def encode_pipeline(commands: Iterable[tuple[Any, ...]]) -> bytes:
 
 _LINE_TYPES = frozenset(b"+-:,_#(")
 _BULK_TYPES = frozenset(b"$=")
-_TYPES = _LINE_TYPES | _BULK_TYPES | frozenset(b"*%~>|")
+_AGGREGATE_TYPES = frozenset(b"*%~>|")
+_TYPES = _LINE_TYPES | _BULK_TYPES | _AGGREGATE_TYPES
 _INTEGER = re.compile(rb"0|-?[1-9][0-9]{0,18}")
 _DOUBLE = re.compile(rb"-?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _ZERO = re.compile(rb"-?[0.]*(?:[eE].*)?")
@@ -172,6 +173,8 @@ def _line_value(kind: int, line: bytes) -> Any:
             raise ProtocolError("Bad simple string value")
         return line if kind == 43 else response_error(line.decode("utf-8", "replace"))
     if kind == 58:  # :
+        if line.isdigit() and len(line) < 19 and (line[0] != 48 or len(line) == 1):  # the usual case
+            return int(line)
         value = _integer(line)
         if value is None:
             raise ProtocolError("Bad integer value")
@@ -249,6 +252,8 @@ class ReplyReader:
         """Return the next complete reply, or :data:`NOT_ENOUGH` when more bytes are needed."""
         if self._error:
             raise ProtocolError(self._error)
+        if not self._buf:
+            return NOT_ENOUGH
         try:
             return self._parse()
         except ProtocolError as exc:
@@ -266,57 +271,56 @@ class ReplyReader:
         searched = self._searched
         self._searched = 0
         try:
-            with memoryview(buf) as view:
-                while pos < size:
-                    kind = buf[pos]
-                    if kind not in _TYPES:
-                        raise _type_byte_error(kind)
-                    if len(stack) >= _MAX_DEPTH and kind not in _LINE_TYPES and kind not in _BULK_TYPES:
-                        raise ProtocolError("Max nesting depth exceeded")
-                    end = buf.find(b"\r\n", max(pos + 1, searched))
-                    if end < 0 or end - pos - 1 > self._max_length:
-                        if end < 0 and size - pos - 1 < self._max_length + 2:
-                            self._searched = max(size - 1 - pos, 1)
+            while pos < size:
+                kind = buf[pos]
+                if kind not in _TYPES:
+                    raise _type_byte_error(kind)
+                if len(stack) >= _MAX_DEPTH and kind in _AGGREGATE_TYPES:
+                    raise ProtocolError("Max nesting depth exceeded")
+                end = buf.find(b"\r\n", searched if searched > pos else pos + 1)
+                if end < 0 or end - pos - 1 > self._max_length:
+                    if end < 0 and size - pos - 1 < self._max_length + 2:
+                        self._searched = max(size - 1 - pos, 1)
+                        return NOT_ENOUGH
+                    raise reply_too_long("line", self._max_length)
+                line = bytes(buf[pos + 1 : end])
+                after = end + 2
+                items = 0
+                if kind in _LINE_TYPES:
+                    value = _line_value(kind, line)
+                elif kind in _BULK_TYPES:
+                    length = _length(kind, line, self._max_length, self._max_elements)
+                    value = None
+                    if length >= 0:
+                        after += length + 2
+                        if after > size:
                             return NOT_ENOUGH
-                        raise reply_too_long("line", self._max_length)
-                    line = bytes(view[pos + 1 : end])
-                    after = end + 2
-                    items = 0
-                    if kind in _LINE_TYPES:
-                        value = _line_value(kind, line)
-                    elif kind in _BULK_TYPES:
-                        length = _length(kind, line, self._max_length, self._max_elements)
-                        value = None
-                        if length >= 0:
-                            after += length + 2
-                            if after > size:
-                                return NOT_ENOUGH
-                            value = bytes(view[end + 2 : end + 2 + length])
-                            if kind == 61:  # =
-                                if length < 4 or value[3] != 58:
-                                    raise ProtocolError(_BAD_VERBATIM)
-                                value = value[4:]
-                    else:
-                        length = _length(kind, line, self._max_length, self._max_elements)
-                        value = None if length < 0 else {} if kind == 37 else []
-                        items = length * 2 if kind == 37 or kind == 124 else length  # % |
-                    pos = after
-                    if not stack:
-                        self._root = value
-                    elif stack[-1][2]:
-                        self._put_in_map(stack[-1], value)
-                    else:
-                        frame = stack[-1]
-                        frame[0].append(value)
-                        frame[1] -= 1
-                    if items > 0:
-                        stack.append([value, items, kind == 37])
-                    while stack and not stack[-1][1]:
-                        stack.pop()
-                    if not stack:
-                        reply, self._root = self._root, None
-                        return reply
-                return NOT_ENOUGH
+                        value = bytes(buf[end + 2 : end + 2 + length])
+                        if kind == 61:  # =
+                            if length < 4 or value[3] != 58:
+                                raise ProtocolError(_BAD_VERBATIM)
+                            value = value[4:]
+                else:
+                    length = _length(kind, line, self._max_length, self._max_elements)
+                    value = None if length < 0 else {} if kind == 37 else []
+                    items = length * 2 if kind == 37 or kind == 124 else length  # % |
+                pos = after
+                if not stack:
+                    self._root = value
+                elif stack[-1][2]:
+                    self._put_in_map(stack[-1], value)
+                else:
+                    frame = stack[-1]
+                    frame[0].append(value)
+                    frame[1] -= 1
+                if items > 0:
+                    stack.append([value, items, kind == 37])
+                while stack and not stack[-1][1]:
+                    stack.pop()
+                if not stack:
+                    reply, self._root = self._root, None
+                    return reply
+            return NOT_ENOUGH
         finally:
             del buf[:pos]
 
