@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import enum
 import math
+import socket
+import sys
 from typing import Any
 
 import pytest
@@ -13,7 +15,8 @@ from hypothesis import strategies as st
 
 import fastlock
 from fastlock import _core_py
-from fastlock._arguments import MAX_BULK_LENGTH
+from fastlock._arguments import BAD_MAP_KEY, MAX_BULK_LENGTH, MAX_REPLY_ELEMENTS
+from fastlock.connection import set_io_timeout
 
 CORES = core_params(CYTHON_CORE, _core_py)
 
@@ -145,6 +148,7 @@ def test_empty_command_is_refused(core: Any) -> None:
 
 
 # --- the reply reader --------------------------------------------------------------------
+# The Cython core is hiredis's reader; the Python reader must return and raise the same.
 
 REPLIES = [
     (b"+OK\r\n", b"OK"),
@@ -156,6 +160,26 @@ REPLIES = [
     (b"*0\r\n", []),
     (b"*3\r\n:1\r\n$1\r\nx\r\n*1\r\n+y\r\n", [1, b"x", [b"y"]]),
     (b"$4\r\na\r\nb\r\n", b"a\r\nb"),
+    # RESP3, as hiredis returns it
+    (b"%2\r\n+a\r\n:1\r\n$1\r\nb\r\n*1\r\n:2\r\n", {b"a": 1, b"b": [2]}),
+    (b"%3\r\n+a\r\n:1\r\n+b\r\n:2\r\n+a\r\n:3\r\n", {b"a": None, b"b": 3}),  # hiredis's popitem
+    (b"~2\r\n:1\r\n:1\r\n", [1, 1]),
+    (b",1.5\r\n", 1.5),
+    (b",-inf\r\n", -math.inf),
+    (b",1e5\r\n", 100000.0),
+    (b",.5\r\n", 0.5),
+    (b"#t\r\n", True),
+    (b"#f\r\n", False),
+    (b"#\x00\r\n", False),
+    (b"_\r\n", None),
+    (b"(12345678901234567890123\r\n", b"12345678901234567890123"),
+    (b"(-\r\n", b"-"),
+    (b"=8\r\ntxt:abcd\r\n", b"abcd"),
+    (b">2\r\n+message\r\n:1\r\n", [b"message", 1]),
+    (b"|1\r\n+ttl\r\n:5\r\n", [b"ttl", 5]),  # an attribute is a reply of its own
+    (b"%-1\r\n", None),
+    (b"~-1\r\n", None),
+    (b"=-1\r\n", None),
 ]
 
 
@@ -164,8 +188,11 @@ REPLIES = [
 def test_reader_values(core: Any, stream: bytes, value: Any) -> None:
     reader = core.ReplyReader()
     reader.feed(stream)
-    assert reader.gets() == value
-    assert reader.gets() is False
+    reply = reader.gets()
+    assert reply == value
+    assert type(reply) is type(value) or type(value) is list  # hiredis's push is a list subclass
+    assert reader.gets() is core.NOT_ENOUGH
+    assert not reader.has_data()
 
 
 @pytest.mark.parametrize("core", CORES)
@@ -180,11 +207,153 @@ def test_reader_returns_typed_errors_and_keeps_nested_ones(core: Any) -> None:
 
 
 @pytest.mark.parametrize("core", CORES)
-def test_reader_rejects_garbage(core: Any) -> None:
+@pytest.mark.parametrize(
+    "text", ["MOVED \u00b2 127.0.0.1:6381", "ASK 12 h:\u0663", "MOVED 16384 h:1", "ASK 1 h:65536"]
+)
+def test_malformed_redirection_is_a_typed_error(core: Any, text: str) -> None:
     reader = core.ReplyReader()
-    reader.feed(b"?what\r\n")
-    with pytest.raises(fastlock.ProtocolError):
+    reader.feed(b"-" + text.encode() + b"\r\n")
+    err = reader.gets()
+    assert isinstance(err, fastlock.exceptions._RedirectError) and str(err) == text
+    assert err.slot == -1 or err.port == 0
+
+
+MALFORMED = [
+    (b"?what\r\n", 'Protocol error, got "?" as reply type byte'),
+    (b"!5\r\nERR x\r\n", 'Protocol error, got "!" as reply type byte'),
+    (b"\x80", 'Protocol error, got "\\x80" as reply type byte'),
+    (b"\r\n", 'Protocol error, got "\\r" as reply type byte'),
+    (b"$-5\r\n", "Bulk string length out of range"),
+    (b"*-7\r\n", "Multi-bulk length out of range"),
+    (b"%-2\r\n", "Multi-bulk length out of range"),
+    (b"$03\r\nabc\r\n", "Bad bulk string length"),
+    (b"$-0\r\n", "Bad bulk string length"),
+    (b"*+1\r\n:1\r\n", "Bad multi-bulk length"),
+    (b":007\r\n", "Bad integer value"),
+    (b":9223372036854775808\r\n", "Bad integer value"),
+    (b":\xd9\xa3\r\n", "Bad integer value"),
+    (b",1e-400\r\n", "Bad double value"),
+    (b",+1\r\n", "Bad double value"),
+    (b"," + b"1" * 326 + b"\r\n", "Double value is too large"),
+    (b"#x\r\n", "Bad bool value"),
+    (b"_x\r\n", "Bad nil value"),
+    (b"(1.5\r\n", "Bad bignum value"),
+    (b"+a\rb\r\n", "Bad simple string value"),
+    (b"=3\r\nabc\r\n", "Verbatim string 4 bytes of content type are missing or incorrectly encoded."),
+    (b"*2\r\n:1\r\n%1\r\n*0\r\n:1\r\n", BAD_MAP_KEY),
+    (b"%1\r\n%0\r\n:1\r\n", BAD_MAP_KEY),
+    # limits: refused at the header, before any payload is buffered or allocated
+    (b"$4000000000\r\n", f"Reply bulk string length 4000000000 is over the limit of {MAX_BULK_LENGTH}"),
+    (b"*4000000000\r\n", f"Reply aggregate length 4000000000 is over the limit of {MAX_REPLY_ELEMENTS}"),
+    (b"%134217729\r\n", f"Reply aggregate length 134217729 is over the limit of {MAX_REPLY_ELEMENTS}"),
+]
+
+
+@pytest.mark.parametrize("core", CORES)
+@pytest.mark.parametrize(("stream", "message"), MALFORMED)
+def test_reader_refuses_malformed_replies(core: Any, stream: bytes, message: str) -> None:
+    reader = core.ReplyReader()
+    reader.feed(b"+before\r\n" + stream)
+    assert reader.gets() == b"before"
+    with pytest.raises(fastlock.ProtocolError) as caught:
         reader.gets()
+    assert str(caught.value) == message
+    reader.feed(b"+OK\r\n")
+    with pytest.raises(fastlock.ProtocolError):  # the stream is lost for good
+        reader.gets()
+
+
+@pytest.mark.parametrize("core", CORES)
+def test_reader_limits_are_configurable_and_exact(core: Any) -> None:
+    def outcome(stream: bytes) -> Any:
+        reader = core.ReplyReader(max_length=5, max_elements=2)
+        reader.feed(stream)
+        try:
+            return reader.gets()
+        except fastlock.ProtocolError as exc:
+            return str(exc)
+
+    assert outcome(b"$5\r\nabcde\r\n") == b"abcde"
+    assert outcome(b"$6\r\n") == "Reply bulk string length 6 is over the limit of 5"
+    assert outcome(b"+abcde\r\n") == b"abcde"
+    assert outcome(b"+abcdef\r\n") == "Reply line is over the limit of 5"
+    assert outcome(b"+abcdef\r") == "Reply line is over the limit of 5"  # no end needed
+    assert outcome(b"+abcdef") is core.NOT_ENOUGH
+    assert outcome(b"*2\r\n:1\r\n:2\r\n") == [1, 2]
+    assert outcome(b"*3\r\n") == "Reply aggregate length 3 is over the limit of 2"
+    assert outcome(b"%3\r\n") == "Reply aggregate length 3 is over the limit of 2"
+
+
+@pytest.mark.parametrize("core", CORES)
+def test_reader_nests_1024_deep_without_recursion(core: Any) -> None:
+    reader = core.ReplyReader()
+    for _ in range(1024):
+        reader.feed(b"*2\r\n:1\r\n")
+    reader.feed(b":7\r\n")
+    reply = reader.gets()
+    for _ in range(1024):
+        assert type(reply) is list and reply[0] == 1 and len(reply) == 2
+        reply = reply[1]
+    assert reply == 7
+    reader.feed(b"*1\r\n" * 1024 + b"*")  # hiredis's limit, REDIS_READER_MAX_REPLY_DEPTH
+    with pytest.raises(fastlock.ProtocolError, match=r"^Max nesting depth exceeded$"):
+        reader.gets()
+
+
+def test_python_reader_work_is_linear() -> None:
+    """Deterministic work count (Python and C calls, via sys.setprofile): 10x the elements
+    cost at most about 10x, and cutting one reply into many feeds adds only a constant per
+    feed, never a re-parse of what came before."""
+
+    def calls(count: int, feeds: int) -> int:
+        stream = b"*%d\r\n" % count + b"$10\r\n0123456789\r\n" * count
+        step = -(-len(stream) // feeds)
+        chunks = [stream[i : i + step] for i in range(0, len(stream), step)]
+        reader = _core_py.ReplyReader()
+        seen = 0
+
+        def profile(frame: Any, event: str, arg: Any) -> None:
+            nonlocal seen
+            seen += event in ("call", "c_call")
+
+        sys.setprofile(profile)
+        try:
+            for chunk in chunks:
+                reader.feed(chunk)
+                reply = reader.gets()
+        finally:
+            sys.setprofile(None)
+        assert len(reply) == count
+        return seen
+
+    small, large = calls(2_000, 1), calls(20_000, 1)
+    assert large <= 10.5 * small
+    assert calls(20_000, 200) <= large + 200 * 40
+
+
+@pytest.mark.parametrize("core", CORES)
+@pytest.mark.parametrize(
+    ("reply", "message"),
+    [
+        (b"$4000000000\r\n", "bulk string length 4000000000"),
+        (b"*4000000000\r\n", "aggregate length 4000000000"),
+        (b"%1\r\n*1\r\n", "Bad map key"),
+    ],
+)
+def test_connection_drops_a_refused_reply(core: Any, reply: bytes, message: str) -> None:
+    ours, server = socket.socketpair()
+    set_io_timeout(ours, 5.0)
+    conn = core.Connection(ours)
+    try:
+        server.sendall(reply)  # the reply arrives before the command is even read
+        with pytest.raises(fastlock.ProtocolError, match=message):
+            conn.execute(("GET", "k"))
+        assert conn.broken
+        with pytest.raises(fastlock.ConnectionError):
+            conn.execute(("PING",))
+    finally:
+        conn.close()
+        server.close()
 
 
 @pytest.mark.parametrize(
@@ -247,46 +416,117 @@ def test_encoders_agree(keys: list[Any], args: list[Any]) -> None:
 
 
 line = st.binary(max_size=20).map(lambda text: text.replace(b"\r", b"").replace(b"\n", b""))
-resp_values = st.recursive(
-    st.one_of(
-        st.binary().map(lambda b: b"$%d\r\n%s\r\n" % (len(b), b)),
-        st.integers(min_value=-(2**63), max_value=2**63 - 1).map(lambda i: b":%d\r\n" % i),
-        line.map(lambda text: b"+" + text + b"\r\n"),
-        line.map(lambda text: b"-" + text + b"\r\n"),
-        st.sampled_from([b"$-1\r\n", b"*-1\r\n", b"*0\r\n"]),
+resp_scalars = st.one_of(
+    st.binary().map(lambda b: b"$%d\r\n%s\r\n" % (len(b), b)),
+    st.integers(min_value=-(2**63), max_value=2**63 - 1).map(lambda i: b":%d\r\n" % i),
+    line.map(lambda text: b"+" + text + b"\r\n"),
+    line.map(lambda text: b"-" + text + b"\r\n"),
+    st.sampled_from([b"MOVED 12 h:1", b"MOVED \xc2\xb2 h:1", b"ASK 1 h:\xd9\xa3", b"BUSY x"]).map(
+        lambda text: b"-" + text + b"\r\n"
     ),
-    lambda children: st.lists(children, max_size=4).map(lambda xs: b"*%d\r\n" % len(xs) + b"".join(xs)),
-    max_leaves=12,
+    st.sampled_from(b"$-1 *-1 *0 _ %-1 ~-1 >-1 |-1 =-1 %0 ~0 #t #f #T #\x00".split(b" ")).map(
+        lambda text: text + b"\r\n"
+    ),
+    st.floats().map(lambda f: b",%s\r\n" % repr(f).encode()),
+    st.sampled_from([b"inf", b"-INF", b"nan", b"-nan", b"1E5", b".5", b"5.", b"-0", b"007.50"]).map(
+        lambda text: b"," + text + b"\r\n"
+    ),
+    st.integers().map(lambda i: b"(%d\r\n" % i),
+    st.binary().map(lambda b: b"=%d\r\ntxt:%s\r\n" % (len(b) + 4, b)),
+)
+
+
+def resp_aggregates(children: Any) -> Any:
+    items = st.lists(children, max_size=4)
+    pairs = st.lists(st.tuples(resp_scalars, children), max_size=3)
+    return st.one_of(
+        st.tuples(st.sampled_from(b"*~>"), items).map(
+            lambda t: b"%c%d\r\n" % (t[0], len(t[1])) + b"".join(t[1])
+        ),
+        st.tuples(st.sampled_from(b"%|"), pairs).map(
+            lambda t: b"%c%d\r\n" % (t[0], len(t[1])) + b"".join(k + v for k, v in t[1])
+        ),
+    )
+
+
+resp_values = st.recursive(resp_scalars, resp_aggregates, max_leaves=12)
+bad_items = st.sampled_from([*(stream for stream, _ in MALFORMED), b"\r\n", b"$", b"*1", b"*1\r\n" * 1025])
+
+
+@st.composite
+def malformed_streams(draw: Any) -> bytes:
+    stream = b"".join(draw(st.lists(resp_values, min_size=1, max_size=3)))
+    at = draw(st.integers(min_value=0, max_value=len(stream)))
+    junk = draw(st.one_of(bad_items, st.binary(min_size=1, max_size=3)))
+    return stream[:at] + junk + stream[at + draw(st.integers(min_value=0, max_value=2)) :]
+
+
+limits = st.fixed_dictionaries(
+    {},
+    optional={
+        "max_length": st.sampled_from([0, 3, 16, MAX_BULK_LENGTH]),
+        "max_elements": st.sampled_from([0, 2, MAX_REPLY_ELEMENTS]),
+    },
 )
 
 
 def normalise(value: Any) -> Any:
+    if isinstance(value, dict):  # as pairs: error keys are distinct objects, NaN != NaN
+        return ("map", [(normalise(k), normalise(v)) for k, v in value.items()])
     if isinstance(value, list):
         return [normalise(v) for v in value]
+    if isinstance(value, float):
+        return ("float", repr(value))
     if isinstance(value, fastlock.ResponseError):
-        return (type(value), str(value))
-    return value
+        return (type(value), str(value), getattr(value, "slot", None), getattr(value, "port", None))
+    return (type(value), value)
 
 
-def read_all(core: Any, stream: bytes, cuts: list[int]) -> list[Any]:
-    reader = core.ReplyReader()
+def read_all(core: Any, stream: bytes, cuts: list[int], **limits: int) -> list[Any]:
+    """Every reply, ``has_data()`` after each feed, and the error that ends the stream."""
+    reader = core.ReplyReader(**limits)
     replies, start = [], 0
-    for cut in [*sorted(c % (len(stream) + 1) for c in cuts), len(stream)]:
-        if cut > start:
-            reader.feed(stream, start, cut - start)
-            start = cut
-        while (reply := reader.gets()) is not False:
-            replies.append(normalise(reply))
+    try:
+        for cut in [*sorted(c % (len(stream) + 1) for c in cuts), len(stream)]:
+            if cut > start:
+                reader.feed(stream, start, cut - start)
+                start = cut
+            while (reply := reader.gets()) is not core.NOT_ENOUGH:
+                replies.append(normalise(reply))
+            replies.append(("has_data", reader.has_data()))
+    except fastlock.ProtocolError as exc:
+        replies.append((type(exc), str(exc)))
     return replies
+
+
+cuts = st.lists(st.integers(min_value=0), max_size=6)
+
+
+def strip(outcomes: list[Any]) -> list[Any]:
+    return [outcome for outcome in outcomes if outcome not in (("has_data", False), ("has_data", True))]
+
+
+@needs_cython
+@settings(max_examples=400, deadline=None)
+@given(st.lists(resp_values, min_size=1, max_size=5), cuts)
+def test_readers_agree_on_split_streams(values: list[bytes], cuts: list[int]) -> None:
+    stream = b"".join(values)
+    expected = read_all(CYTHON_CORE, stream, cuts)
+    assert expected == read_all(_core_py, stream, cuts)
+    assert ("has_data", True) not in expected[-1:]  # valid streams are read to the end
+    assert strip(read_all(_core_py, stream, [])) == strip(expected)
+
+
+@needs_cython
+@settings(max_examples=600, deadline=None)
+@given(malformed_streams(), cuts, limits)
+def test_readers_agree_on_malformed_streams(stream: bytes, cuts: list[int], limits: dict[str, int]) -> None:
+    assert read_all(CYTHON_CORE, stream, cuts, **limits) == read_all(_core_py, stream, cuts, **limits)
 
 
 @needs_cython
 @settings(max_examples=300, deadline=None)
-@given(st.lists(resp_values, min_size=1, max_size=5), st.lists(st.integers(min_value=0), max_size=6))
-def test_readers_agree_on_split_streams(values: list[bytes], cuts: list[int]) -> None:
+@given(st.lists(resp_values, min_size=1, max_size=3), cuts, limits)
+def test_readers_agree_on_limits(values: list[bytes], cuts: list[int], limits: dict[str, int]) -> None:
     stream = b"".join(values)
-    assert (
-        read_all(CYTHON_CORE, stream, cuts)
-        == read_all(_core_py, stream, [])
-        == read_all(_core_py, stream, cuts)
-    )
+    assert read_all(CYTHON_CORE, stream, cuts, **limits) == read_all(_core_py, stream, cuts, **limits)

@@ -1,4 +1,4 @@
-"""Argument rules shared by both cores: limits, and the exact error each core raises.
+"""Argument and reply rules shared by both cores: limits, and the exact error each core raises.
 
 Both the Cython core and the pure-Python core build their argument errors here, so
 the two cannot drift apart in wording.
@@ -6,11 +6,12 @@ the two cannot drift apart in wording.
 
 from __future__ import annotations
 
-from .exceptions import ArgumentError, ArgumentTypeError
+from .exceptions import ArgumentError, ArgumentTypeError, ProtocolError
 
 _ARGUMENT_KINDS = ("argument", "keys", "args")
 MAX_BULK_LENGTH = 512 * 1024 * 1024
-"""Largest argument Redis accepts by default (``proto-max-bulk-len``)."""
+"""Largest argument Redis accepts by default (``proto-max-bulk-len``), and the largest bulk
+string or line a reply may carry: the readers refuse a longer one at its header."""
 
 
 def _argument_label(kind: int, index: int, command: int) -> str:
@@ -43,6 +44,19 @@ NOT_CONTIGUOUS = "memoryview is not C-contiguous"
 def too_long(size: int) -> str:
     """Reason text for an argument over :data:`MAX_BULK_LENGTH`."""
     return f"{size} bytes is over the {MAX_BULK_LENGTH} byte limit of a Redis argument"
+
+
+MAX_REPLY_ELEMENTS = 2**27
+"""Most elements (or map pairs) a reply aggregate may declare. hiredis reserves 8 bytes per
+declared element at the header, so one header can reserve at most 1 GiB."""
+
+
+BAD_MAP_KEY = "Bad map key (an aggregate cannot be a key)"
+
+
+def reply_too_long(what: str, limit: int) -> ProtocolError:
+    """The error both readers raise for a reply header or line over a limit."""
+    return ProtocolError(f"Reply {what} is over the limit of {limit}")
 
 
 MAX_DURATION = 1_000_000_000.0

@@ -13,7 +13,7 @@ from cpython.exc cimport PyErr_CheckSignals
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from libc.errno cimport EAGAIN, EINTR, errno
 from libc.math cimport isfinite
-from libc.string cimport memcpy, strerror, strlen
+from libc.string cimport memchr, memcpy, strerror, strlen
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 
 import builtins
@@ -22,12 +22,15 @@ import socket
 import hiredis
 
 from ._arguments import (
+    BAD_MAP_KEY,
     MAX_BULK_LENGTH,
+    MAX_REPLY_ELEMENTS,
     NOT_CONTIGUOUS,
     NOT_FINITE,
     NOT_UTF8,
     argument_type_error,
     argument_value_error,
+    reply_too_long,
     too_long,
 )
 from .exceptions import (
@@ -69,6 +72,7 @@ DEF READ_SIZE = 65536
 DEBUG = bool(FASTLOCK_DEBUG)
 
 cdef object _NOT_ENOUGH = object()
+NOT_ENOUGH = _NOT_ENOUGH  # what ReplyReader.gets returns while a reply is incomplete
 cdef object _socket_type = socket.socket
 cdef tuple _TIMEOUTS = (builtins.TimeoutError, BlockingIOError)
 
@@ -332,35 +336,232 @@ def encode_pipeline(commands):
 
 # --- the reply reader -----------------------------------------------------------------
 
+cdef inline bint is_type_byte(char c) noexcept:
+    """One of the reply types hiredis knows."""
+    return c in b"+-:,_#($=*%~>|"
+
+
+cdef inline bint header_length(const char* s, Py_ssize_t n, long long* value) noexcept:
+    """hiredis's strict integer (``0`` or ``-?[1-9][0-9]*``, 64 bits) as a header length;
+    every negative one reads as -1 (hiredis itself refuses the others)."""
+    cdef bint negative = n > 0 and s[0] == 45  # -
+    cdef Py_ssize_t i = negative
+    cdef unsigned long long v = 0
+    if i >= n or n - i > 19 or (s[i] == 48 and n != 1):  # a leading 0
+        return False
+    while i < n:
+        if s[i] < 48 or s[i] > 57:
+            return False
+        v = v * 10 + <unsigned long long>(s[i] - 48)
+        i += 1
+    if negative:
+        if v > 9223372036854775808ULL:
+            return False
+        value[0] = -1
+    elif v > 9223372036854775807ULL:
+        return False
+    else:
+        value[0] = <long long>v
+    return True
+
+
 @cython.final
 cdef class ReplyReader:
-    """hiredis's C reader; error replies come back as typed ``ResponseError`` values."""
+    """hiredis's C reader behind a header check; error replies come back as typed
+    ``ResponseError`` values.
 
-    cdef object _reader
+    hiredis buffers a declared bulk string until it is complete and allocates an aggregate
+    at its header, whatever length they declare. So every byte is scanned first for item
+    boundaries (a ``memchr`` per line, payloads skipped): a bulk string or line over
+    ``max_length`` bytes, or an aggregate over ``max_elements``, is held back from hiredis,
+    and ``ProtocolError`` is raised once hiredis has returned the replies before it.
+    """
+
     cdef object _feed
     cdef object _gets
+    cdef object _has_data
+    cdef long long _max_length
+    cdef long long _max_elements
+    cdef long long _skip  # payload bytes (CRLF included) still to pass over
+    cdef Py_ssize_t _line  # bytes of the current line after its type byte; -1 between items
+    cdef char _kind  # the current line's type byte
+    cdef bint _cr  # the last byte scanned was b"\r" (a CRLF may straddle two feeds)
+    cdef bint _passing  # an unknown type byte: hiredis refuses it, nothing more to check
+    cdef char _head[20]  # the line's first bytes: enough for any valid length
+    cdef str _error  # why the stream was refused, or None
+    cdef bint _fresh  # hiredis may hold a reply: bytes came since it last had none
 
-    def __cinit__(self):
-        self._reader = hiredis.Reader(
-            protocolError=ProtocolError, replyError=response_error, notEnoughData=_NOT_ENOUGH
-        )
-        self._feed = self._reader.feed
-        self._gets = self._reader.gets
+    def __cinit__(self, long long max_length=MAX_BULK_LENGTH, long long max_elements=MAX_REPLY_ELEMENTS):
+        reader = hiredis.Reader(protocolError=ProtocolError, replyError=response_error, notEnoughData=_NOT_ENOUGH)
+        self._feed = reader.feed
+        self._gets = reader.gets
+        self._has_data = reader.has_data
+        self._max_length = max_length
+        self._max_elements = max_elements
+        self._line = -1
 
     def feed(self, data, Py_ssize_t offset=0, Py_ssize_t length=-1):
         """Add received bytes (any buffer; ``offset``/``length`` select a slice)."""
-        if length < 0:
-            length = len(data) - offset
-        self._feed(data, offset, length)
-
-    def gets(self):
-        """Return the next complete reply, or ``False`` when more bytes are needed."""
-        reply = self._gets()
-        return False if reply is _NOT_ENOUGH else reply
+        cdef Py_buffer view
+        cdef Py_ssize_t accepted
+        PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+        try:
+            if length < 0:
+                length = view.len - offset
+            if offset < 0 or length < 0 or offset + length > view.len:
+                raise ValueError("offset and length must select bytes of the buffer")
+            accepted = self._scan(<const char*>view.buf + offset, length)
+        finally:
+            PyBuffer_Release(&view)
+        if accepted:
+            self._feed(data, offset, accepted)
+            self._fresh = True
 
     def has_data(self):
-        """True when bytes not yet returned as a reply are buffered."""
-        return self._reader.has_data()
+        """Whether received bytes wait to be parsed (a partial or a further reply)."""
+        return self._line >= 0 or self._skip > 0 or self._has_data()
+
+    def gets(self):
+        """Return the next complete reply, or :data:`NOT_ENOUGH` when more bytes are needed."""
+        return self._next()
+
+    cdef inline bint _pending(self):
+        """``has_data()`` without a call, valid right after ``_next`` returned a reply."""
+        return self._fresh or self._line >= 0 or self._skip > 0 or self._error is not None
+
+    cdef int _take(self, bytearray data, Py_ssize_t n) except -1:
+        """Feed the first ``n`` bytes of ``data``."""
+        n = self._scan(PyByteArray_AS_STRING(data), n)
+        if n:
+            self._feed(data, 0, n)
+            self._fresh = True
+        return 0
+
+    cdef object _next(self):
+        """The next complete reply, or ``NOT_ENOUGH``; hiredis is not asked again until
+        bytes arrive once it has said it needs more or has none left."""
+        if self._fresh:
+            try:
+                reply = self._gets()
+            except TypeError:  # hiredis could not use an aggregate as a dict key
+                raise ProtocolError(BAD_MAP_KEY) from None
+            if reply is not _NOT_ENOUGH:
+                self._fresh = self._has_data()
+                return reply
+            self._fresh = False
+        if self._error is not None:
+            raise ProtocolError(self._error)
+        return _NOT_ENOUGH
+
+    cdef int _header(self, const char* line, Py_ssize_t length) except -1:
+        """Check a complete line of ``length`` bytes: return 1 (and keep the error) when
+        it is refused, else 0, noting the payload a bulk header announces."""
+        cdef long long value
+        self._line = -1
+        if length > self._max_length:
+            self._error = str(reply_too_long("line", self._max_length))
+        elif self._kind in b"$=*%~>|" and header_length(line, length, &value):
+            if self._kind not in b"$=":
+                if value > self._max_elements:
+                    self._error = str(reply_too_long(f"aggregate length {value}", self._max_elements))
+            elif value > self._max_length:
+                self._error = str(reply_too_long(f"bulk string length {value}", self._max_length))
+            elif value >= 0:
+                self._skip = value + 2
+        return self._error is not None
+
+    cdef Py_ssize_t _scan(self, const char* p, Py_ssize_t n) except -1:
+        """Return how many of these ``n`` bytes hiredis may parse: all of them, or those
+        before the first refused line (hiredis may hold its start, never its end).
+
+        The loop here takes the usual replies, whole well-formed items within the feed,
+        with no state but the position; ``_scan_items`` takes over for anything else."""
+        cdef Py_ssize_t i = 0, k
+        cdef const char* nl
+        cdef long long value
+        cdef char kind
+        if self._skip or self._line >= 0 or self._passing or self._error is not None:
+            return self._scan_items(p, n)
+        while i < n:
+            kind = p[i]
+            nl = <const char*>memchr(p + i + 1, 10, <size_t>(n - i - 1)) if i + 1 < n else NULL
+            if nl == NULL or nl == p + i + 1 or (nl - 1)[0] != 13 or nl - p - i - 2 > self._max_length:
+                break
+            k = nl - p - i - 2  # the line's length
+            if kind in b"$=":
+                if not header_length(p + i + 1, k, &value) or value > self._max_length:
+                    break
+                i += k + 3
+                if value >= 0:
+                    if value + 2 > n - i:
+                        self._skip = value + 2 - (n - i)
+                        return n
+                    i += <Py_ssize_t>value + 2
+            elif kind in b"*%~>|":
+                if not header_length(p + i + 1, k, &value) or value > self._max_elements:
+                    break
+                i += k + 3
+            elif kind in b"+-:,_#(":
+                i += k + 3
+            else:
+                break
+        return n if i == n else i + self._scan_items(p + i, n - i)
+
+    cdef Py_ssize_t _scan_items(self, const char* p, Py_ssize_t n) except -1:
+        """``_scan`` for any bytes, one state change at a time: a partial item, a line
+        spanning feeds or holding a bare \\r or \\n, an unknown type byte, a refusal."""
+        cdef Py_ssize_t i = 0, start = 0, k
+        cdef const char* nl
+        if self._error is not None:
+            return 0
+        while i < n and not self._passing:
+            if self._skip:
+                k = <Py_ssize_t>self._skip if self._skip < n - i else n - i
+                self._skip -= k
+                i += k
+                continue
+            if self._line < 0:
+                if not is_type_byte(p[i]):
+                    self._passing = True
+                    break
+                self._kind = p[i]
+                i += 1
+                start = i  # hiredis may see the type byte: a too deep aggregate fails first
+                nl = <const char*>memchr(p + i, 10, <size_t>(n - i)) if i < n else NULL
+                if nl != NULL and nl > p + i and (nl - 1)[0] == 13:  # the usual case: a whole line
+                    k = nl - 1 - (p + i)
+                    i += k + 2
+                    if self._kind in b"+-:,_#(" and k <= self._max_length:
+                        continue
+                    self._line = 0
+                    if self._header(p + i - k - 2, k):
+                        return start
+                    continue
+                self._line = 0
+                self._cr = False
+                continue
+            # a line that spans feeds, or holds a bare \r or \n
+            nl = <const char*>memchr(p + i, 10, <size_t>(n - i))
+            k = nl - (p + i) if nl != NULL else n - i
+            if self._line < 20:
+                memcpy(self._head + self._line, p + i, k if k < 20 - self._line else 20 - self._line)
+            self._line += k
+            if nl == NULL:
+                self._cr = p[n - 1] == 13
+                i = n
+            elif p[i + k - 1] == 13 if k > 0 else self._cr:
+                i += k + 1
+                if self._header(self._head, self._line - 1):
+                    return start
+                continue
+            else:
+                self._line += 1
+                self._cr = False
+                i += k + 1
+            if self._line >= self._max_length + 2:
+                self._error = str(reply_too_long("line", self._max_length))
+                return start
+        return n
 
 
 # --- the connection -------------------------------------------------------------------
@@ -381,9 +582,7 @@ cdef class Connection:
     cdef readonly unsigned long long round_trips
     cdef int _fd
     cdef Buf _out
-    cdef object _feed
-    cdef object _gets
-    cdef object _has_data
+    cdef ReplyReader _reader
     cdef bytearray _in
     cdef char* _in_data
     cdef object __weakref__
@@ -392,12 +591,7 @@ cdef class Connection:
         buf_init(&self._out, 4096)
         self.sock = sock
         self._fd = sock.fileno() if type(sock) is _socket_type else -1
-        reader = hiredis.Reader(
-            protocolError=ProtocolError, replyError=response_error, notEnoughData=_NOT_ENOUGH
-        )
-        self._feed = reader.feed
-        self._gets = reader.gets
-        self._has_data = reader.has_data
+        self._reader = ReplyReader()
         self._in = bytearray(READ_SIZE)
         self._in_data = PyByteArray_AS_STRING(self._in)
 
@@ -414,7 +608,7 @@ cdef class Connection:
             raise ConnectionError("connection is closed", sent=False)
         if FASTLOCK_DEBUG:  # leftovers would be sent again, or read as the next command's reply
             invariant(self._out.len == 0, "unsent bytes in the write buffer before a command")
-            invariant(not self._has_data(), "unread reply bytes in the reader before a command")
+            invariant(not self._reader.has_data(), "unread reply bytes in the reader before a command")
         return 0
 
     cdef int _lost(self, exc_type, str what, bint sent) except -1:
@@ -487,11 +681,11 @@ cdef class Connection:
 
     cdef object _read_reply(self):
         cdef timespec now
-        reply = self._gets()
+        reply = self._reader._next()
         try:
             while reply is _NOT_ENOUGH:
-                self._feed(self._in, 0, self._recv())
-                reply = self._gets()
+                self._reader._take(self._in, self._recv())
+                reply = self._reader._next()
         except ProtocolError:
             self.close()
             raise
@@ -501,7 +695,7 @@ cdef class Connection:
 
     cdef int _check_drained(self) except -1:
         """Raise if anything follows the last reply read: the stream is out of step."""
-        if self._has_data():
+        if self._reader._pending():
             self.close()
             raise ProtocolError(OUT_OF_STEP)
         return 0

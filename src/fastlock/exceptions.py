@@ -197,16 +197,25 @@ class WrongTypeError(ResponseError):
     """A command met a key holding another type."""
 
 
+def _number(text: str, highest: int) -> int:
+    """``text`` as a number from 0 to ``highest`` written in ASCII digits, else -1."""
+    if text.isascii() and text.isdigit() and len(text) <= len(str(highest)) and int(text) <= highest:
+        return int(text)
+    return -1
+
+
 class _RedirectError(ResponseError):
-    """Cluster redirection: ``slot``, ``host`` and ``port`` of the node to ask."""
+    """Cluster redirection: ``slot``, ``host`` and ``port`` of the node to ask. A text that
+    is not ``<slot> <host>:<port>`` (ASCII digits, slot below 16384, port below 65536) gives
+    slot -1 and port 0."""
 
     def __init__(self, text: str) -> None:
         super().__init__(text)
         slot, _, address = self.message.partition(" ")
         host, _, port = address.rpartition(":")
-        self.slot = int(slot) if slot.isdigit() else -1
+        self.slot = _number(slot, 16383)
         self.host = host
-        self.port = int(port) if port.isdigit() else 0
+        self.port = max(_number(port, 65535), 0)
 
 
 @_code("MOVED")
