@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
+from conftest import FloorRun
 
 import fastlock
 from fastlock.benchmark import Figures
@@ -32,8 +34,11 @@ def client_for(server_url: str, impl: str) -> fastlock.Client:
     return client
 
 
-def test_round_trip_floor(floor: Figures) -> None:
-    """The C floor (redis-benchmark EVALSHA round trips), the queue figures' baseline."""
+def test_round_trip_floor(benchmark: Any, floor: FloorRun) -> None:
+    """The C floor (redis-benchmark EVALSHA round trips), the queue figures' baseline: one
+    round trip per request, so its ops/s are round trips/s (and consistent, see ``FloorRun``)."""
+    benchmark.extra_info.update(floor.figures.as_dict())
+    benchmark.pedantic(floor.assert_consistent, rounds=1, iterations=1)
 
 
 @pytest.mark.parametrize("batch", list(JOBS))
