@@ -1,13 +1,14 @@
 """Benchmark fixtures: a private pinned server, the C floor, per-op CPU, commands and round trips.
 
-Regimes (see ../shared/notes/benchmarking.md): ``FASTLOCK_BENCH_REGIME=same`` (default)
+Regimes (see docs/benchmarks.md): ``FASTLOCK_BENCH_REGIME=same`` (default)
 pins the client and the server to one CPU, where client overhead shows; ``cross`` puts
 the client on CPU 0 and the server on CPU 1. ``FASTLOCK_BENCH_URL`` measures an existing
 server instead (the server is then not pinned).
 
 Every benchmark goes through ``measure``, which stores its figures in ``extra_info``
 (so ``--benchmark-json`` carries them) and in ``RESULTS`` for the summary table printed
-at the end, with each figure's ratio to its group's baseline.
+at the end, with each figure's ratio to its group's baseline. The perf gate's pairs go
+through ``gate`` (interleaved, ``bench/gate.py``; rules in docs/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ def record(benchmark: Any, figures: Figures) -> Figures:
 
 @pytest.fixture
 def measure(benchmark: Any) -> Callable[..., Figures]:
-    """``measure(name, op, ops=N, rounds=7, cost=client, clients=[...])``: time ``rounds``
+    """``measure(name, op, ops=N, rounds=5, cost=client, clients=[...])``: time ``rounds``
     loops of ``ops`` calls of ``op`` under pytest-benchmark (GC off); with ``cost``, also
     count server commands and round trips per op (``fastlock.commandstats``)."""
 
@@ -83,7 +84,7 @@ def measure(benchmark: Any) -> Callable[..., Figures]:
         op: Callable[[], object],
         *,
         ops: int,
-        rounds: int = 7,
+        rounds: int = 5,
         cost: Client | None = None,
         clients: Iterable[Client] = (),
     ) -> Figures:

@@ -21,7 +21,7 @@ from fastlock.benchmark import Figures
 from fastlock.workloads import Flow
 
 PAYLOAD = b"x" * 64  # the recover backlog's payload
-JOBS = {1: 3_000, 10: 10_000, 100: 20_000}
+JOBS = {1: 2_000, 10: 5_000, 100: 10_000}
 RECOVER_LIMIT = 1000
 EXPIRED = 10_000
 
