@@ -123,7 +123,7 @@ class FloorRun:
 
 
 def _replies_written(client: Client) -> int:
-    """Replies the server has written (one per reply here: no pipelining, small replies)."""
+    """Writes the server has made to its clients: one per reply, unless replies were pipelined."""
     stats = client.execute("INFO", "stats").decode()
     return int(stats.partition("total_writes_processed:")[2].split()[0])
 
@@ -148,7 +148,6 @@ def floor(server_url: str) -> FloorRun:
     figures.commands_per_op = evalsha / requests
     figures.round_trips_per_op = replies / requests
     RESULTS[figures.name] = figures
-    pinned = CLIENT_CPU is not None and shutil.which("taskset") is not None
     return FloorRun(
         figures,
         requests,
@@ -157,7 +156,7 @@ def floor(server_url: str) -> FloorRun:
         reported=sum(timing.wall),
         elapsed=elapsed,
         cpu=sum(timing.user) + sum(timing.system),
-        cpus=1 if pinned else os.cpu_count() or 1,
+        cpus=1 if shutil.which("taskset") else os.cpu_count() or 1,  # c_floor_command pins with taskset
     )
 
 
@@ -187,7 +186,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: Any) -> None:
             for line in result.lines():
                 write(f"  {line}")
         for label in RATIOS.keys() - GATE.keys():
-            write(f"  {label}: NOT MEASURED in this run (see the skip reasons above)", red=True)
+            write(f"  {label}: NOT MEASURED in this run (skipped or deselected)", red=True)
 
 
 def pytest_addoption(parser: Any) -> None:
@@ -227,8 +226,10 @@ def gate(benchmark: Any, request: Any) -> Callable[[str, Side, Side], PairResult
         GATE[label] = result
         benchmark.extra_info.update(minimum=result.minimum, per_round_ratios=result.tries)
         assert all(0 < median < math.inf for median in result.medians), result.lines()
-        if enforced:
-            assert result.passed, "perf gate: " + "\n".join(result.lines())
+        if enforced and not result.passed:
+            pytest.fail(
+                f"perf gate: {label} below {result.minimum} in every try:\n" + "\n".join(result.lines())
+            )
         return result
 
     return run
