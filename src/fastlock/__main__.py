@@ -73,7 +73,7 @@ def bench(url: str, args: argparse.Namespace, client_cpu: int | None) -> int:
     for line in skipped:
         print(f"skipped {line}")
     if skipped:
-        print("the vs redis-py column needs redis-py: pip install redis (from a checkout: pip install '.[bench]')")
+        print("the vs redis-py column needs redis-py: pip install redis (or, in a checkout, '.[bench]')")
     if args.json:
         report = {
             "version": __version__,
