@@ -1,35 +1,45 @@
 """Benchmark fixtures: a private pinned server, the C floor, per-op CPU, commands and round trips.
 
-Regimes (see ../shared/notes/benchmarking.md): ``FASTLOCK_BENCH_REGIME=same`` (default)
+Regimes (see docs/benchmarks.md): ``FASTLOCK_BENCH_REGIME=same`` (default)
 pins the client and the server to one CPU, where client overhead shows; ``cross`` puts
 the client on CPU 0 and the server on CPU 1. ``FASTLOCK_BENCH_URL`` measures an existing
 server instead (the server is then not pinned).
 
 Every benchmark goes through ``measure``, which stores its figures in ``extra_info``
 (so ``--benchmark-json`` carries them) and in ``RESULTS`` for the summary table printed
-at the end, with each figure's ratio to its group's baseline.
+at the end, with each figure's ratio to its group's baseline. The perf gate's pairs go
+through ``gate`` (interleaved, ``bench/gate.py``; rules in docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import tomllib
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from gate import TRIES, PairResult, Side, measure_pair
 
 from fastlock import Client
-from fastlock.benchmark import EVALSHA_SCRIPT, Figures, c_floor, pin, time_loop
+from fastlock.benchmark import EVALSHA_SCRIPT, Figures, Timing, c_floor_command, pin, run_c_floor, time_loop
+from fastlock.commandstats import command_calls
 from fastlock.embedded import EmbeddedServer
 
 REGIME = os.environ.get("FASTLOCK_BENCH_REGIME", "same")
 SERVER_CPU, CLIENT_CPU = (1, 1) if REGIME == "same" else (1, 0)
 
+FLOOR_REQUESTS, FLOOR_ROUNDS = 20_000, 3
+
 RESULTS: dict[str, Figures] = {}
+GATE: dict[str, PairResult] = {}
 BUDGETS = Path(__file__).with_name("budgets.toml")
+BUDGETS_TOML = tomllib.loads(BUDGETS.read_text())
+RATIOS: dict[str, float] = BUDGETS_TOML["ratios"]
 BASELINES = {
     "round trip": "round trip: C floor",
     "encode": "encode: hiredis.pack_command",
@@ -65,7 +75,7 @@ def record(benchmark: Any, figures: Figures) -> Figures:
 
 @pytest.fixture
 def measure(benchmark: Any) -> Callable[..., Figures]:
-    """``measure(name, op, ops=N, rounds=7, cost=client, clients=[...])``: time ``rounds``
+    """``measure(name, op, ops=N, rounds=5, cost=client, clients=[...])``: time ``rounds``
     loops of ``ops`` calls of ``op`` under pytest-benchmark (GC off); with ``cost``, also
     count server commands and round trips per op (``fastlock.commandstats``)."""
 
@@ -74,7 +84,7 @@ def measure(benchmark: Any) -> Callable[..., Figures]:
         op: Callable[[], object],
         *,
         ops: int,
-        rounds: int = 7,
+        rounds: int = 5,
         cost: Client | None = None,
         clients: Iterable[Client] = (),
     ) -> Figures:
@@ -87,71 +97,139 @@ def measure(benchmark: Any) -> Callable[..., Figures]:
     return run
 
 
-@pytest.fixture
-def floor(benchmark: Any, server_url: str) -> Figures:
-    """The C floor of this machine at this moment (redis-benchmark, 1 connection, no pipelining)."""
+@dataclass(frozen=True)
+class FloorRun:
+    """The C floor's figures and what proves them consistent: totals over its runs."""
+
+    figures: Figures
+    requests: int  # over all runs
+    replies: int  # replies the server wrote while they ran (writes: pipelined ones count once)
+    startup_commands: int  # commands other than EVALSHA they sent (CONFIG GET ...)
+    reported: float  # seconds, as redis-benchmark reports its own timed part
+    elapsed: float  # seconds, the processes' whole lifetimes
+    cpu: float  # seconds of user + system CPU of the processes
+    cpus: int  # CPUs the processes could run on
+
+    def assert_consistent(self) -> None:
+        """One EVALSHA per request, one round trip each (plus at most one per start-up
+        command); ops/s finite and positive; the reported time within the processes'
+        lifetimes; CPU within what their CPUs allow."""
+        f = self.figures
+        assert f.commands_per_op == 1, f
+        assert self.requests <= self.replies <= self.requests + self.startup_commands, self
+        assert 0 < f.ops_per_s < math.inf, f.ops_per_s
+        assert self.reported <= self.elapsed, (self.reported, self.elapsed)
+        assert self.cpu <= self.elapsed * self.cpus * 1.05 + 0.05, (self.cpu, self.elapsed, self.cpus)
+
+
+def _replies_written(client: Client) -> int:
+    """Writes the server has made to its clients: one per reply, unless replies were pipelined."""
+    stats = client.execute("INFO", "stats").decode()
+    return int(stats.partition("total_writes_processed:")[2].split()[0])
+
+
+@pytest.fixture(scope="session")
+def floor(server_url: str) -> FloorRun:
+    """The C floor of this machine at this moment (redis-benchmark, 1 connection, no
+    pipelining), measured once per session, with the server's count of what it received."""
+    requests = FLOOR_REQUESTS * FLOOR_ROUNDS
+    command = c_floor_command(server_url, cpu=CLIENT_CPU, requests=FLOOR_REQUESTS)
+    if command is None:
+        pytest.skip("redis-benchmark/valkey-benchmark not on PATH: no C floor")
     with Client(server_url) as client:
         client.execute("SCRIPT", "LOAD", EVALSHA_SCRIPT)
-    figures = benchmark.pedantic(
-        c_floor, args=(server_url,), kwargs={"cpu": CLIENT_CPU}, rounds=1, iterations=1
+        client.execute("CONFIG", "RESETSTAT")
+        before, timing = _replies_written(client), Timing(FLOOR_REQUESTS)
+        elapsed = sum(run_c_floor(command, timing) for _ in range(FLOOR_ROUNDS))
+        replies = _replies_written(client) - before - 1  # minus the reply to the first INFO
+        calls = command_calls(client)
+    figures = timing.figures("round trip: C floor")
+    evalsha = calls.pop("evalsha", 0)
+    figures.commands_per_op = evalsha / requests
+    figures.round_trips_per_op = replies / requests
+    RESULTS[figures.name] = figures
+    return FloorRun(
+        figures,
+        requests,
+        replies,
+        startup_commands=sum(calls.values()),
+        reported=sum(timing.wall),
+        elapsed=elapsed,
+        cpu=sum(timing.user) + sum(timing.system),
+        cpus=1 if shutil.which("taskset") else os.cpu_count() or 1,  # c_floor_command pins with taskset
     )
-    if figures is None:
-        pytest.skip("redis-benchmark/valkey-benchmark not on PATH: no C floor")
-    figures.name = "round trip: C floor"
-    return record(benchmark, figures)
 
 
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """Print every recorded figure with its ratio to its group's baseline (C floor, hiredis)."""
-    if not RESULTS:
-        return
-    write = terminalreporter.write_line
-    write("")
-    write(f"fastlock benchmarks (regime {REGIME}: client CPU {CLIENT_CPU}, server CPU {SERVER_CPU}; medians)")
-    write(f"{'benchmark':48s} {'ops/s':>11s} {'CPU us/op':>10s} {'user us/op':>10s} {'x ops/s':>8s} x CPU")
+def _figure_lines() -> Iterator[str]:
+    """The summary table: every recorded figure, with its ops/s ratio to its group's
+    baseline (measured apart from it: for reading, not gating)."""
+    yield f"fastlock benchmarks (regime {REGIME}: client CPU {CLIENT_CPU}, server CPU {SERVER_CPU}; medians)"
+    yield f"{'benchmark':48s} {'ops/s':>11s} {'CPU us/op':>10s} {'x ops/s':>8s}"
     for name, row in RESULTS.items():
-        line = f"{name:48s} {row.ops_per_s:11,.0f} {row.cpu_us_per_op:10.3f} {row.user_us_per_op:10.3f}"
+        line = f"{name:48s} {row.ops_per_s:11,.0f} {row.cpu_us_per_op:10.3f}"
         base = RESULTS.get(BASELINES.get(name.split(":")[0], ""))
-        if base:
-            line += f" {row.ops_per_s / base.ops_per_s:8.2f} {row.cpu_us_per_op / base.cpu_us_per_op:6.2f}"
-        if row.commands_per_op is not None:
+        line += f" {row.ops_per_s / base.ops_per_s:8.2f}" if base else " " * 9
+        if row.commands_per_op is not None and row.round_trips_per_op is not None:
             line += f"  commands/op {row.commands_per_op:.2f}, round trips/op {row.round_trips_per_op:.2f}"
+        yield line
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: Any) -> None:
+    """Print the figures, then every try of every gated pair, and the pairs not measured."""
+    write = terminalreporter.write_line
+    for line in ["", *_figure_lines()] if RESULTS else []:
         write(line)
+    if GATE or config.getoption("--perf-gate"):
+        write("")
+        write(f"perf gate (interleaved pairs, median of per-round ratios; {_gate_mode(config)}):")
+        for result in GATE.values():
+            for line in result.lines():
+                write(f"  {line}")
+        for label in RATIOS.keys() - GATE.keys():
+            write(f"  {label}: NOT MEASURED in this run (skipped or deselected)", red=True)
 
 
 def pytest_addoption(parser: Any) -> None:
     parser.addoption(
-        "--perf-gate", action="store_true", help="fail when a ratio falls below bench/budgets.toml [ratios]"
+        "--perf-gate",
+        action="store_true",
+        help="fail when an interleaved ratio stays below bench/budgets.toml [ratios] in every try",
     )
 
 
-def gate_failures(results: dict[str, Figures], ratios: dict[str, list[Any]]) -> list[str]:
-    """The [ratios] lines of budgets.toml that ``results`` do not meet. A ratio whose side
-    could not be measured here (no redis-benchmark for the C floor) is reported, not failed."""
-    failures = []
-    for label, (numerator, denominator, metric, minimum) in ratios.items():
-        top, bottom = results.get(numerator), results.get(denominator)
-        if top is None or bottom is None:
-            print(f"perf gate: {label}: not measured on this machine ({numerator!r} / {denominator!r})")
-            continue
-        if metric == "ops":
-            ratio = top.ops_per_s / bottom.ops_per_s
-        else:
-            ratio = bottom.cpu_us_per_op / top.cpu_us_per_op
-        verdict = "ok" if ratio >= minimum else "BELOW"
-        line = f"{label}: {ratio:.2f} (minimum {minimum}) {verdict}"
-        print(f"perf gate: {line}")
-        if ratio < minimum:
-            failures.append(line)
-    return failures
+def _gate_mode(config: Any) -> str:
+    """Whether the gate is enforced in this run, and if not, why."""
+    if not config.getoption("--perf-gate"):
+        return "reported, not enforced: no --perf-gate"
+    if REGIME != "same":
+        return f"reported, not enforced: the minimums are for the same-core regime, not {REGIME!r}"
+    return f"enforced, up to {TRIES} tries per pair"
 
 
-def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
-    """With --perf-gate, fail the run when a same-run ratio is below its committed minimum."""
-    if not session.config.getoption("--perf-gate"):
-        return
-    ratios = tomllib.loads(BUDGETS.read_text())["ratios"]
-    failures = gate_failures(RESULTS, ratios)
-    if failures:
-        print("\nperf gate FAILED:\n  " + "\n  ".join(failures))
-        session.exitstatus = 1
+@pytest.fixture
+def gate(benchmark: Any, request: Any) -> Callable[[str, Side, Side], PairResult]:
+    """``gate(label, subject, reference)``: measure the pair interleaved (``bench/gate.py``)
+    against its minimum in budgets.toml [ratios]; with ``--perf-gate`` (same-core regime) a
+    pair failing every try fails the test, otherwise one try is reported."""
+    enforced = _gate_mode(request.config).startswith("enforced")
+
+    def run(label: str, subject: Side, reference: Side) -> PairResult:
+        if label not in RATIOS:
+            pytest.fail(f"{label}: no minimum in {BUDGETS} [ratios]")
+        result: PairResult = benchmark.pedantic(
+            measure_pair,
+            args=(label, subject, reference, RATIOS[label]),
+            kwargs={"tries": TRIES if enforced else 1},
+            rounds=1,
+            iterations=1,
+        )
+        GATE[label] = result
+        benchmark.extra_info.update(minimum=result.minimum, per_round_ratios=result.tries)
+        assert all(0 < median < math.inf for median in result.medians), result.lines()
+        if enforced and not result.passed:
+            pytest.fail(
+                f"perf gate: {label} below {result.minimum} in every try:\n" + "\n".join(result.lines())
+            )
+        return result
+
+    return run

@@ -3,6 +3,7 @@ installed) in the same run: ``python -m pytest --benchmark-only bench/test_bench
 
 fastlock's lock is measured with what the issue gates: until_executed, ttl, tracking and
 fencing tokens on; "realistic" acquires with one object and releases with another.
+``test_gate_lock_vs_redis_py_lock`` is the perf gate's interleaved pair (``bench/gate.py``).
 """
 
 from __future__ import annotations
@@ -12,11 +13,14 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from conftest import BUDGETS_TOML
+from gate import PairResult, Side, loop_side
 
 import fastlock
 from fastlock.benchmark import Figures
 
-OPS = 3_000
+OPS, GATE_OPS = 3_000, 500
+BUDGETS = BUDGETS_TOML["lock"]
 LOCKERS = [
     "fastlock cython",
     "fastlock python",
@@ -39,6 +43,8 @@ def _fastlock(server_url: str, locker: str) -> tuple[Callable[[], object], fastl
         holder.acquire(job)
         releaser.release(job)
 
+    token = holder.acquire(job)
+    assert token is not None and releaser.release(job) == token  # the lock works before it is timed
     return op, client
 
 
@@ -55,6 +61,8 @@ def _redis_py(server_url: str, locker: str) -> Callable[[], object]:
         lock.acquire()
         lock.release()
 
+    assert lock.acquire() and lock.locked()  # the lock works before it is timed
+    lock.release()
     return op
 
 
@@ -62,6 +70,20 @@ def _redis_py(server_url: str, locker: str) -> Callable[[], object]:
 def test_acquire_release(measure: Callable[..., Figures], server_url: str, locker: str) -> None:
     if locker.startswith("fastlock"):
         op, client = _fastlock(server_url, locker)
-        measure(f"lock: {locker}", op, ops=OPS, cost=client)
+        figures = measure(f"lock: {locker}", op, ops=OPS, cost=client)
+        expected = BUDGETS["until_executed"]
+        assert (figures.commands_per_op, figures.round_trips_per_op) == (
+            expected["commands"],
+            expected["round_trips"],
+        )
     else:
         measure(f"lock: {locker}", _redis_py(server_url, locker), ops=OPS)
+
+
+def test_gate_lock_vs_redis_py_lock(gate: Callable[[str, Side, Side], PairResult], server_url: str) -> None:
+    op, _ = _fastlock(server_url, "fastlock cython")
+    gate(
+        "lock_vs_redis_py_lock",
+        loop_side("fastlock cython", op, GATE_OPS),
+        loop_side("redis-py Lock", _redis_py(server_url, "redis-py Lock"), GATE_OPS),
+    )

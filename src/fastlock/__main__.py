@@ -72,6 +72,8 @@ def bench(url: str, args: argparse.Namespace, client_cpu: int | None) -> int:
         print("\nno redis-benchmark/valkey-benchmark on PATH: no C floor to compare with")
     for line in skipped:
         print(f"skipped {line}")
+    if skipped:
+        print("the vs redis-py column needs redis-py: pip install redis (or, in a checkout, '.[bench]')")
     if args.json:
         report = {
             "version": __version__,

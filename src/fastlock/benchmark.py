@@ -30,11 +30,14 @@ __all__ = [
     "EVALSHA_KEYS",
     "EVALSHA_SCRIPT",
     "Figures",
+    "FLOOR_ARGS",
     "Timing",
     "c_floor",
+    "c_floor_command",
     "Workload",
     "pin",
     "render_table",
+    "run_c_floor",
     "run_workloads",
     "time_loop",
 ]
@@ -144,19 +147,26 @@ def _target(url: str) -> list[str]:
     return ["-h", host.rpartition("@")[2] or "127.0.0.1", "-p", port or "6379"]
 
 
-def c_floor(
+FLOOR_ARGS = ("1", "two", "3.5", "four", "1")
+"""``EVALSHA_ARGS`` as the C floor sends them (redis-benchmark takes strings)."""
+
+
+def _floor_binary() -> str | None:
+    return shutil.which("redis-benchmark") or shutil.which("valkey-benchmark")
+
+
+def c_floor_command(
     url: str,
     *,
     cpu: int | None = None,
     requests: int = 50_000,
-    rounds: int = 3,
     keys: Sequence[str] = EVALSHA_KEYS,
-    args: Sequence[Any] = ("1", "two", "3.5", "four", "1"),
-) -> Figures | None:
-    """``redis-benchmark`` (or ``valkey-benchmark``) with one connection and no pipelining,
-    running the reference EVALSHA against ``url`` (the script must be loaded); pinned to
-    ``cpu``. ``None`` when neither binary is on PATH."""
-    binary = shutil.which("redis-benchmark") or shutil.which("valkey-benchmark")
+    args: Sequence[Any] = FLOOR_ARGS,
+) -> list[str] | None:
+    """The command line of ``redis-benchmark`` (or ``valkey-benchmark``) with one connection
+    and no pipelining, sending ``requests`` reference EVALSHAs to ``url`` (the script must be
+    loaded), pinned to ``cpu``. ``None`` when neither binary is on PATH."""
+    binary = _floor_binary()
     if binary is None:
         return None
     sha = hashlib.sha1(EVALSHA_SCRIPT.encode()).hexdigest()
@@ -164,16 +174,41 @@ def c_floor(
     command += ["EVALSHA", sha, str(len(keys)), *keys, *(str(a) for a in args)]
     if cpu is not None and shutil.which("taskset"):
         command = ["taskset", "-c", str(cpu), *command]
+    return command
+
+
+def run_c_floor(command: Sequence[str], timing: Timing) -> float:
+    """Run the C floor once (``command`` must send ``timing.ops`` requests) and add the round
+    to ``timing``: the wall time redis-benchmark reports, its CPU from ``getrusage``. Returns
+    the process's whole lifetime (start-up included), in seconds."""
+    before, started = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+    out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=300).stdout
+    elapsed, after = time.perf_counter() - started, resource.getrusage(resource.RUSAGE_CHILDREN)
+    rps = float(out.strip().splitlines()[-1].split(",")[1].strip('"'))
+    timing.wall.append(timing.ops / rps)
+    timing.user.append(after.ru_utime - before.ru_utime)
+    timing.system.append(after.ru_stime - before.ru_stime)
+    return elapsed
+
+
+def c_floor(
+    url: str,
+    *,
+    cpu: int | None = None,
+    requests: int = 50_000,
+    rounds: int = 3,
+    keys: Sequence[str] = EVALSHA_KEYS,
+    args: Sequence[Any] = FLOOR_ARGS,
+) -> Figures | None:
+    """Medians of ``rounds`` runs of the C floor (:func:`c_floor_command`); ``None`` when
+    neither redis-benchmark nor valkey-benchmark is on PATH."""
+    command = c_floor_command(url, cpu=cpu, requests=requests, keys=keys, args=args)
+    if command is None:
+        return None
     timing = Timing(requests)
     for _ in range(rounds):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=300).stdout
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        rps = float(out.strip().splitlines()[-1].split(",")[1].strip('"'))
-        timing.wall.append(requests / rps)
-        timing.user.append(after.ru_utime - before.ru_utime)
-        timing.system.append(after.ru_stime - before.ru_stime)
-    return timing.figures(f"C floor: {os.path.basename(binary)} -c 1 -P 1")
+        run_c_floor(command, timing)
+    return timing.figures(f"C floor: {os.path.basename(_floor_binary() or '')} -c 1 -P 1")
 
 
 @dataclass(frozen=True)
