@@ -189,6 +189,12 @@ def pytest_terminal_summary(terminalreporter: Any, config: Any) -> None:
             write(f"  {label}: NOT MEASURED in this run (skipped or deselected)", red=True)
 
 
+def pytest_configure(config: Any) -> None:
+    # Benchmarks keep clients and raw sockets open for the whole session and leave them to the
+    # garbage collector; closing them is what tests/ checks (where ResourceWarning is an error).
+    config.addinivalue_line("filterwarnings", "ignore::ResourceWarning")
+
+
 def pytest_addoption(parser: Any) -> None:
     parser.addoption(
         "--perf-gate",
