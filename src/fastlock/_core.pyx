@@ -392,7 +392,9 @@ cdef class ReplyReader:
     cdef bint _fresh  # hiredis may hold a reply: bytes came since it last had none
 
     def __cinit__(self, long long max_length=MAX_BULK_LENGTH, long long max_elements=MAX_REPLY_ELEMENTS):
-        reader = hiredis.Reader(protocolError=ProtocolError, replyError=response_error, notEnoughData=_NOT_ENOUGH)
+        reader = hiredis.Reader(
+            protocolError=ProtocolError, replyError=response_error, notEnoughData=_NOT_ENOUGH
+        )
         self._feed = reader.feed
         self._gets = reader.gets
         self._has_data = reader.has_data
