@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import tomllib
+from pathlib import Path
+
 from harness.skips import false_claim
 
 
@@ -16,3 +19,11 @@ def test_false_reason_fails() -> None:
 def test_unknown_reason_fails() -> None:
     why = false_claim("flaky on Tuesdays")
     assert why is not None and why.startswith("no check knows this reason")
+
+
+def test_the_instruction_gate_reasons_are_checked() -> None:
+    assert false_claim("INSTRUCTION GATE DID NOT RUN: sh not on PATH (Debian: ...)") is not None
+    budgets = Path(__file__).resolve().parents[1] / "bench" / "budgets.toml"
+    known = next(iter(tomllib.loads(budgets.read_text())["instructions"]["budgets"]))
+    assert false_claim(f"no instruction budgets for toolchain {known}") is not None
+    assert false_claim("no instruction budgets for toolchain cpython-0.0") is None

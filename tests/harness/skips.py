@@ -12,7 +12,9 @@ import importlib.util
 import os
 import re
 import shutil
+import tomllib
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -23,11 +25,24 @@ def _cython_core_missing() -> bool:
     return importlib.util.find_spec("fastlock._core") is None
 
 
+def _has_budgets(toolchain: str) -> bool:
+    budgets = Path(__file__).resolve().parents[2] / "bench" / "budgets.toml"
+    return toolchain in tomllib.loads(budgets.read_text())["instructions"]["budgets"]
+
+
 CLAIMS: list[tuple[re.Pattern[str], Callable[[re.Match[str]], bool]]] = [
     (re.compile(r"\w+ binary (\S+) is built without TLS"), lambda m: not tls_supported(m[1])),
     (re.compile(r"(\w+) server unavailable"), lambda m: find_binaries()[m[1]][0] is None),
     (re.compile(r"FASTLOCK_TEST_URL"), lambda m: bool(os.environ.get("FASTLOCK_TEST_URL"))),
-    (re.compile(r"Cython core not built"), lambda m: _cython_core_missing()),
+    (
+        re.compile(r"Cython core \(?fastlock\._core\)? (cannot be imported|is not built)"),
+        lambda m: _cython_core_missing(),
+    ),
+    (
+        re.compile(r"INSTRUCTION GATE DID NOT RUN: (\w+)(?: and (\w+))? not on PATH"),
+        lambda m: all(shutil.which(tool) is None for tool in m.groups() if tool),
+    ),
+    (re.compile(r"no instruction budgets for toolchain (.+)$"), lambda m: not _has_budgets(m[1])),
     (re.compile(r"(\w+) not installed"), lambda m: shutil.which(m[1]) is None),
     (re.compile(r"could not import '([\w.]+)'"), lambda m: importlib.util.find_spec(m[1]) is None),
 ]
