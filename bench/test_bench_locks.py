@@ -1,8 +1,8 @@
 """Uncontended lock acquire + release against redis-py's ``Lock`` (and python-redis-lock, if
 installed) in the same run: ``python -m pytest --benchmark-only bench/test_bench_locks.py``.
 
-fastlock's lock is measured with what the issue gates: until_executed, ttl, tracking and
-fencing tokens on; "realistic" acquires with one object and releases with another.
+fastlock's lock is measured as the command budgets count it: until_executed, ttl, tracking
+and fencing tokens on; "realistic" acquires with one object and releases with another.
 ``test_gate_lock_vs_redis_py_lock`` is the perf gate's interleaved pair (``bench/gate.py``).
 """
 

@@ -5,7 +5,7 @@ With I/O the two differ by less than the noise of their client CPU, which is mos
 time (docs/benchmarks.md), so no overhead is computed from them. The "no I/O" pair
 replaces the core's EVALSHA by a stub, so what remains is exactly the layer's own CPU
 (name lookup, pool checkout and return, timing, counters), all in user space:
-``extra_info["overhead_us_per_op"]`` is the issue's target (≤ 0.5 µs).
+``extra_info["overhead_us_per_op"]`` (the layer's aim: at most 0.5 µs).
 """
 
 from __future__ import annotations

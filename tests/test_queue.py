@@ -259,7 +259,8 @@ def test_unique_until_executing(queue: Queue) -> None:
 
 
 def test_unique_until_expired(queue: Queue) -> None:
-    unique = Unique("ping", type="until_expired", ttl=0.2)
+    unique = Unique("ping", type="until_expired", ttl=2.0)  # longer than the calls below, loaded or not
+    started = time.monotonic()
     queue.enqueue(b"a", unique=unique, job_id="j1")
     with pytest.raises(fastlock.DuplicateJob) as info:
         queue.enqueue(b"b", unique=unique)
@@ -267,7 +268,7 @@ def test_unique_until_expired(queue: Queue) -> None:
     queue.complete(queue.claim())
     with pytest.raises(fastlock.DuplicateJob):
         queue.enqueue(b"b", unique=unique)  # only the TTL releases it
-    time.sleep(0.25)
+    time.sleep(max(0.0, 2.05 - (time.monotonic() - started)))  # the TTL ran from the first enqueue
     queue.enqueue(b"c", unique=unique)
 
 
