@@ -24,7 +24,7 @@ _spec.loader.exec_module(gate)
 SETTINGS = gate.load_settings()
 
 
-@dataclass
+@dataclass(eq=False)  # a pytest plugin must be hashable (pytest 9 keeps plugins in a set)
 class Summary:
     """Lines for the pytest terminal summary: what the gate measured, or why it did not."""
 

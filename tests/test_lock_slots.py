@@ -74,9 +74,10 @@ def monitor(path: str) -> Iterator[list[str]]:
         while '"PING"' not in "".join(chunks)[-200:] and time.monotonic() < deadline:
             time.sleep(0.01)
     finally:
-        sock.shutdown(socket.SHUT_RDWR)
-        sock.close()
+        sock.shutdown(socket.SHUT_RDWR)  # the reader's recv returns b"": it ends
         reader.join(5)
+        assert not reader.is_alive(), "the MONITOR reader did not end"
+        sock.close()  # only now: closing under a blocked recv raises EBADF in the reader
     out.append("".join(chunks))
 
 
