@@ -10,7 +10,7 @@ data of ``fastlock.lua``, readable with ``importlib.resources.files("fastlock") 
 import os
 from pathlib import Path
 
-from setuptools import Extension, setup
+from setuptools import Extension, find_packages, setup
 
 lua_dirs = [Path("lua"), *sorted(p for p in Path("lua").rglob("*") if p.is_dir())]
 lua_packages = {".".join(("fastlock", *d.parts)): d.as_posix() for d in lua_dirs}
@@ -40,7 +40,7 @@ else:
 
 setup(
     ext_modules=ext_modules,
-    packages=["fastlock", *lua_packages],
+    packages=[*find_packages("src"), *lua_packages],
     package_dir={"": "src", **lua_packages},
     package_data={"fastlock": ["py.typed", "*.pyi", "*.pyx"], **{name: ["*.lua"] for name in lua_packages}},
     include_package_data=False,

@@ -26,9 +26,9 @@ import pytest
 from gate import TRIES, PairResult, Side, measure_pair
 
 from fastlock import Client
-from fastlock.benchmark import EVALSHA_SCRIPT, Figures, Timing, c_floor_command, pin, run_c_floor, time_loop
-from fastlock.commandstats import command_calls
-from fastlock.embedded import EmbeddedServer
+from fastlock.testing.commandstats import command_calls
+from fastlock.testing.embedded import EmbeddedServer
+from fastlock.tools.bench import EVALSHA_SCRIPT, Figures, Timing, c_floor_command, pin, run_c_floor, time_loop
 
 REGIME = os.environ.get("FASTLOCK_BENCH_REGIME", "same")
 SERVER_CPU, CLIENT_CPU = (1, 1) if REGIME == "same" else (1, 0)
@@ -77,7 +77,7 @@ def record(benchmark: Any, figures: Figures) -> Figures:
 def measure(benchmark: Any) -> Callable[..., Figures]:
     """``measure(name, op, ops=N, rounds=5, cost=client, clients=[...])``: time ``rounds``
     loops of ``ops`` calls of ``op`` under pytest-benchmark (GC off); with ``cost``, also
-    count server commands and round trips per op (``fastlock.commandstats``)."""
+    count server commands and round trips per op (``fastlock.testing.commandstats``)."""
 
     def run(
         name: str,

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from fastlock.benchmark import Timing, run_c_floor
+from fastlock.tools.bench import Timing, run_c_floor
 
 TRIES = 3
 ROUNDS = 15

@@ -57,7 +57,7 @@ Op = Callable[[], object]
 
 
 def _reference() -> tuple[str, tuple[str, ...], tuple[Any, ...]]:
-    from fastlock.benchmark import EVALSHA_ARGS, EVALSHA_KEYS, EVALSHA_SCRIPT
+    from fastlock.tools.bench import EVALSHA_ARGS, EVALSHA_KEYS, EVALSHA_SCRIPT
 
     return hashlib.sha1(EVALSHA_SCRIPT.encode()).hexdigest(), EVALSHA_KEYS, EVALSHA_ARGS
 
@@ -72,7 +72,7 @@ def raw_socket_hiredis(path: str) -> Op:
     """The floor: a raw unix socket + ``hiredis.Reader`` sending a prepacked EVALSHA."""
     import hiredis
 
-    from fastlock.benchmark import EVALSHA_SCRIPT
+    from fastlock.tools.bench import EVALSHA_SCRIPT
 
     sock = socket.socket(socket.AF_UNIX)
     sock.connect(path)
@@ -111,7 +111,7 @@ def _call(impl: str | None) -> Callable[[str], Op]:
 
     def setup(path: str) -> Op:
         from fastlock import Client
-        from fastlock.benchmark import EVALSHA_SCRIPT
+        from fastlock.tools.bench import EVALSHA_SCRIPT
 
         _, keys, args = _reference()
         client = Client(f"unix://{path}", impl=impl)
@@ -124,7 +124,7 @@ def _call(impl: str | None) -> Callable[[str], Op]:
 
 def _core_evalsha(path: str) -> Op:
     from fastlock._core import Connection
-    from fastlock.benchmark import EVALSHA_SCRIPT
+    from fastlock.tools.bench import EVALSHA_SCRIPT
 
     sha, keys, args = _reference()
     sock = socket.socket(socket.AF_UNIX)
@@ -135,11 +135,11 @@ def _core_evalsha(path: str) -> Op:
 
 
 def _workload(name: str) -> Callable[[str], Op]:
-    """A workload of ``fastlock.workloads`` (the ones ``python -m fastlock bench`` times)."""
+    """A workload of ``fastlock.tools.workloads`` (the ones ``python -m fastlock bench`` times)."""
 
     def setup(path: str) -> Op:
         from fastlock import Client
-        from fastlock.workloads import ALL
+        from fastlock.tools.workloads import ALL
 
         (workload,) = (w for w in ALL if w.name == name)
         return workload.setup(Client(f"unix://{path}"))
@@ -258,7 +258,7 @@ def _child_env() -> dict[str, str]:
 
 
 def _server_binary() -> str:
-    from fastlock.embedded import find_server_binary
+    from fastlock.testing.embedded import find_server_binary
 
     return shutil.which("redis-server") or find_server_binary()
 
@@ -277,7 +277,7 @@ def measure(names: Sequence[str] | None = None, jobs: int = 1) -> Measurement:
     """Measure ``names`` (default: every path this install can run) in ``jobs`` children run
     side by side. One child is the default: with two, ``hiredis.pack_command`` moved by up to
     0.8% from run to run (it does not in one child)."""
-    from fastlock.embedded import EmbeddedServer
+    from fastlock.testing.embedded import EmbeddedServer
 
     started, cpu = time.monotonic(), _children_cpu()
     result = Measurement()

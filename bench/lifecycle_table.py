@@ -2,7 +2,7 @@
 
     python bench/lifecycle_table.py [--url URL] [--operations N]
 
-Without ``--url`` a private server is started (``fastlock.embedded.EmbeddedServer``); with
+Without ``--url`` a private server is started (``fastlock.testing.embedded.EmbeddedServer``); with
 one, use a server nobody else talks to (statistics are reset).
 """
 
@@ -12,8 +12,8 @@ import argparse
 import contextlib
 
 import fastlock
-from fastlock.embedded import EmbeddedServer
-from fastlock.lock_costs import measure_lifecycles, measure_options
+from fastlock.testing.embedded import EmbeddedServer
+from fastlock.testing.lock_costs import measure_lifecycles, measure_options
 
 
 def tables(client: fastlock.Client, operations: int) -> str:

@@ -17,7 +17,7 @@ from conftest import BUDGETS_TOML
 from gate import PairResult, Side, loop_side
 
 import fastlock
-from fastlock.benchmark import Figures
+from fastlock.tools.bench import Figures
 
 OPS, GATE_OPS = 3_000, 500
 BUDGETS = BUDGETS_TOML["lock"]

@@ -17,8 +17,8 @@ import pytest
 from conftest import FloorRun
 
 import fastlock
-from fastlock.benchmark import Figures
-from fastlock.workloads import Flow
+from fastlock.tools.bench import Figures
+from fastlock.tools.workloads import Flow
 
 PAYLOAD = b"x" * 64  # the recover backlog's payload
 JOBS = {1: 2_000, 10: 5_000, 100: 10_000}

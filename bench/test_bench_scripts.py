@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 
 import fastlock
-from fastlock.benchmark import EVALSHA_ARGS as ARGS
-from fastlock.benchmark import EVALSHA_KEYS as KEYS
-from fastlock.benchmark import EVALSHA_SCRIPT as SCRIPT
-from fastlock.benchmark import Figures, time_loop
+from fastlock.tools.bench import EVALSHA_ARGS as ARGS
+from fastlock.tools.bench import EVALSHA_KEYS as KEYS
+from fastlock.tools.bench import EVALSHA_SCRIPT as SCRIPT
+from fastlock.tools.bench import Figures, time_loop
 
 OPS = 5_000
 NO_IO_OPS = 200_000

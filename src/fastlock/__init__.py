@@ -7,9 +7,6 @@
 from __future__ import annotations
 
 from ._impl import load_core
-from .client import BoundScript, Client, Pipeline
-from .conflict import Conflict
-from .connection import ConnectionParams, parse_url
 from .digest import Digester
 from .exceptions import (
     ArgumentError,
@@ -54,13 +51,16 @@ from .exceptions import (
     UnkillableError,
     WrongTypeError,
 )
-from .lock import Holder, Lock, LockInfo, LockType
-from .locks import LockEntry, LockManager
-from .pool import ConnectionPool
-from .queue import Batch, Job, Queue, Unique
-from .reaper import Reaper
-from .scripts import Script, ScriptCounters, ScriptRegistry
-from .worker import Worker
+from .locks.conflict import Conflict
+from .locks.lock import Holder, Lock, LockInfo, LockType
+from .locks.manager import LockEntry, LockManager
+from .locks.reaper import Reaper
+from .queues.queue import Batch, Job, Queue, Unique
+from .queues.worker import Worker
+from .scripts.registry import Script, ScriptCounters, ScriptRegistry
+from .sync.client import BoundScript, Client, Pipeline
+from .sync.connect import ConnectionParams, parse_url
+from .sync.pool import ConnectionPool
 
 __impl__, _core = load_core()
 __version__ = "0.1.0"

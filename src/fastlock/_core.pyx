@@ -21,7 +21,7 @@ import socket
 
 import hiredis
 
-from ._arguments import (
+from .protocol.arguments import (
     BAD_MAP_KEY,
     MAX_BULK_LENGTH,
     MAX_REPLY_ELEMENTS,

@@ -15,7 +15,15 @@ from collections.abc import Iterable, Sequence
 from time import monotonic
 from typing import Any
 
-from ._arguments import (
+from .exceptions import (
+    OUT_OF_STEP,
+    ConnectionError,
+    ProtocolError,
+    ResponseError,
+    TimeoutError,
+    response_error,
+)
+from .protocol.arguments import (
     BAD_MAP_KEY,
     MAX_BULK_LENGTH,
     MAX_REPLY_ELEMENTS,
@@ -26,14 +34,6 @@ from ._arguments import (
     argument_value_error,
     reply_too_long,
     too_long,
-)
-from .exceptions import (
-    OUT_OF_STEP,
-    ConnectionError,
-    ProtocolError,
-    ResponseError,
-    TimeoutError,
-    response_error,
 )
 
 __all__ = ["NOT_ENOUGH", "Connection", "ReplyReader", "encode_command", "encode_evalsha", "encode_pipeline"]

@@ -10,7 +10,7 @@ A command the script called that the server refused for a condition with a class
 its own (``READONLY``, ``OOM``, ``WRONGTYPE``) raises a class that is both: e.g.
 :class:`LuaReadOnlyError` is a :class:`ReadOnlyError` and a :class:`LuaCommandError`.
 ``NOSCRIPT`` and ``BUSY`` are recognised only in the server's own wording (Redis and
-Valkey); a script cannot *return* them either (see :mod:`fastlock.scripts`).
+Valkey); a script cannot *return* them either (see :mod:`fastlock.scripts.registry`).
 
 The script layer adds the script name, the original file and line and context to a
 :class:`LuaError`, and raises :class:`ScriptBusyError`; template problems are
@@ -540,7 +540,7 @@ class LockNotOwnedError(LockError):
 
 
 class LockConflictError(LockError):
-    """The lock is held by other jobs; ``conflict`` (a :class:`fastlock.conflict.Conflict`,
+    """The lock is held by other jobs; ``conflict`` (a :class:`fastlock.locks.conflict.Conflict`,
     when a strategy raised it) tells which."""
 
     def __init__(self, message: object, conflict: object = None) -> None:

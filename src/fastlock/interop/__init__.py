@@ -1,0 +1,1 @@
+"""Interop with other clients (redis-py, valkey-py)."""

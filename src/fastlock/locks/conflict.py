@@ -1,0 +1,124 @@
+"""Conflict strategies: what happens when a job meets a lock it cannot take.
+
+A strategy is a callable taking a :class:`Conflict`. Locks name one (``on_conflict="log"``),
+pass a callable, or give one per side (``{"enqueue": "replace", "execute": "reschedule"}``).
+Names resolve in :attr:`LockManager.strategies <fastlock.LockManager.strategies>`, where a
+job framework binds its own: fastlock ships none, so ``reject`` (e.g. move the job to a
+dead set) and ``reschedule`` (run it again later) raise until a framework binds them::
+
+    locks.strategies["reschedule"] = lambda conflict: my_queue.enqueue_in(5, conflict.job)
+
+On the enqueue side a strategy returning a fencing token means "acquired after all";
+on the execute side its return value is what ``Lock.execute`` returns.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..exceptions import LockConflictError, LockError
+
+if TYPE_CHECKING:
+    from .lock import Lock
+
+__all__ = ["SIDES", "STRATEGIES", "Conflict", "Strategy", "StrategySpec", "resolve_strategy"]
+
+logger = logging.getLogger("fastlock.lock")
+
+SIDES = ("enqueue", "execute")
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """A job (``job_id``, the framework's ``job`` object) could not take ``lock`` on ``side``
+    (``"enqueue"``: the queue-time lock; ``"execute"``: the runtime lock) because
+    ``holders`` (job ids) hold it."""
+
+    lock: Lock
+    job_id: str
+    side: str
+    holders: tuple[str, ...]
+    job: Any = None
+    _evict: Callable[[str], int | None] = field(repr=False, default=lambda job_id: None)
+    _retry: Callable[[], int | None] = field(repr=False, default=lambda: None)
+
+    def evict(self, job_id: str) -> int | None:
+        """Release what holder ``job_id`` holds in the conflicting scope; its freed token."""
+        return self._evict(job_id)
+
+    def retry(self) -> int | None:
+        """Try once more, without waiting: the fencing token, or ``None``."""
+        return self._retry()
+
+
+Strategy = Callable[[Conflict], Any]
+StrategySpec = str | Strategy | None
+
+
+def log(conflict: Conflict) -> None:
+    """Log the skipped job at INFO and drop it."""
+    logger.info(
+        "skipping job %s: lock %s (%s) is held by %s",
+        conflict.job_id,
+        conflict.lock.digest,
+        conflict.side,
+        ", ".join(conflict.holders),
+    )
+
+
+def raise_(conflict: Conflict) -> None:
+    """Raise :class:`~fastlock.LockConflictError`."""
+    raise LockConflictError(
+        f"job {conflict.job_id}: lock {conflict.lock.digest} ({conflict.side}) "
+        f"is held by {', '.join(conflict.holders)}",
+        conflict,
+    )
+
+
+def replace(conflict: Conflict) -> int | None:
+    """Evict the holders and try once more (enqueue side). A framework that must also drop
+    the replaced jobs from its queue wraps this one."""
+    for holder in conflict.holders:
+        conflict.evict(holder)
+    return conflict.retry()
+
+
+def _unbound(name: str) -> Strategy:
+    def strategy(conflict: Conflict) -> None:
+        raise LockError(
+            f"conflict strategy {name!r} needs a job framework: bind it in LockManager.strategies"
+        )
+
+    strategy.__name__ = name
+    return strategy
+
+
+STRATEGIES: Mapping[str, Strategy] = {
+    "log": log,
+    "raise": raise_,
+    "replace": replace,
+    "reject": _unbound("reject"),
+    "reschedule": _unbound("reschedule"),
+}
+_ONLY_ON = {"replace": "enqueue", "reschedule": "execute"}
+
+
+def resolve_strategy(
+    spec: StrategySpec | Mapping[str, StrategySpec], side: str, registry: Mapping[str, Strategy]
+) -> Strategy | None:
+    """The strategy for ``side`` named or given by ``spec``; ``None`` drops conflicts silently."""
+    if not isinstance(spec, str) and isinstance(spec, Mapping):  # str first: no ABC check for names
+        unknown = set(spec) - set(SIDES)
+        if unknown:
+            raise ValueError(f"on_conflict sides are {SIDES}, not {sorted(unknown)}")
+        spec = spec.get(side)
+    if spec is None or callable(spec):
+        return spec
+    if spec not in registry:
+        raise ValueError(f"unknown conflict strategy {spec!r}; known: {', '.join(sorted(registry))}")
+    if _ONLY_ON.get(spec, side) != side:
+        raise ValueError(f"conflict strategy {spec!r} applies on the {_ONLY_ON[spec]} side only")
+    return registry[spec]

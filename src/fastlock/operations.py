@@ -1,0 +1,97 @@
+"""Operations written once for every transport (sans-IO: no socket, thread or sleep here).
+
+Domain code (scripts, locks, queues) talks to a transport through :class:`Runner`. A
+single-call operation is a direct ``runner.call(...)`` followed by a reply parser that lives
+beside the domain types: no generator on the hot path. A multi-step operation (NOSCRIPT/BUSY
+recovery, the lock wait loop, paging) is a generator that yields :data:`Step` requests and
+receives each one's result, or has its exception thrown in: the sync client runs it with
+blocking calls (:func:`fastlock.sync.drive.drive`), an asyncio client awaits the same steps.
+This is the pattern of psycopg 3's ``generators.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeAlias, TypeVar
+
+__all__ = ["Blocking", "Call", "Command", "Commands", "Operation", "Runner", "Sleep", "Step"]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """Run script ``name`` with the transport's script policy; the result is its reply."""
+
+    name: str
+    keys: Sequence[Any] = ()
+    args: Sequence[Any] = ()
+    busy_timeout: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """Run one command; the result is its reply (an error reply is raised into the operation)."""
+
+    args: tuple[Any, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Blocking:
+    """Run a blocking command that may wait ``timeout`` seconds on the server."""
+
+    args: tuple[Any, ...]
+    timeout: float
+
+
+@dataclass(frozen=True, slots=True)
+class Commands:
+    """Send ``commands`` in one write; the result is their replies in order, error replies in
+    place as :class:`~fastlock.ResponseError` instances."""
+
+    commands: Sequence[tuple[Any, ...]]
+
+
+@dataclass(frozen=True, slots=True)
+class Sleep:
+    """Wait ``seconds`` (the sync transport sleeps, an asyncio one awaits); the result is ``None``."""
+
+    seconds: float
+
+
+Step: TypeAlias = Call | Command | Blocking | Commands | Sleep
+Operation: TypeAlias = Generator[Step, Any, T]
+"""A multi-step operation: yields steps, receives their results, returns its own."""
+
+
+class Runner(Protocol):
+    """What domain code needs from a (blocking) transport; :class:`~fastlock.Client` is one.
+    An asyncio transport offers the same methods as coroutines."""
+
+    def call(
+        self,
+        name: str,
+        keys: Sequence[Any] = (),
+        args: Sequence[Any] = (),
+        *,
+        busy_timeout: float | None = None,
+    ) -> Any:
+        """Run script ``name`` (EVALSHA, with the NOSCRIPT/BUSY policy) and return its reply."""
+        ...
+
+    def execute(self, *args: Any) -> Any:
+        """Run one command and return its reply."""
+        ...
+
+    def execute_blocking(self, *args: Any, timeout: float) -> Any:
+        """Run a blocking command that may wait ``timeout`` seconds on the server."""
+        ...
+
+    def execute_many(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
+        """Send ``commands`` in one write; replies in order, error replies in place."""
+        ...
+
+    def run(self, operation: Operation[T]) -> T:
+        """Run a multi-step operation to its end and return what it returns."""
+        ...

@@ -1,0 +1,1 @@
+"""Lua scripts: templates with includes and meta fields, the registry and SHA cache, error reports."""

@@ -1,0 +1,1 @@
+"""The blocking transport: connections, the pool, :class:`~fastlock.Client` and its pipelines."""

@@ -1,0 +1,48 @@
+"""Run an :data:`~fastlock.operations.Operation` with blocking calls."""
+
+from __future__ import annotations
+
+import time
+from typing import TypeVar
+
+from ..operations import Blocking, Call, Command, Commands, Operation, Runner, Sleep, Step
+
+__all__ = ["drive"]
+
+T = TypeVar("T")
+
+
+def _perform(runner: Runner, step: Step) -> object:
+    if type(step) is Call:
+        return runner.call(step.name, step.keys, step.args, busy_timeout=step.busy_timeout)
+    if type(step) is Command:
+        return runner.execute(*step.args)
+    if type(step) is Blocking:
+        return runner.execute_blocking(*step.args, timeout=step.timeout)
+    if type(step) is Commands:
+        return runner.execute_many(step.commands)
+    if type(step) is Sleep:
+        time.sleep(step.seconds)
+        return None
+    raise TypeError(f"an operation yielded {step!r}, not a step")
+
+
+def drive(runner: Runner, operation: Operation[T]) -> T:
+    """Run ``operation`` on ``runner``: each step's result is sent in, its ``Exception`` thrown
+    in (the operation may handle it); anything else (KeyboardInterrupt, ...) closes it."""
+    result: object = None
+    failure: Exception | None = None
+    while True:
+        try:
+            step = operation.send(result) if failure is None else operation.throw(failure)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        finally:
+            failure = None  # not kept alive in a frame a traceback can reach
+        try:
+            result = _perform(runner, step)
+        except Exception as exc:  # noqa: BLE001 - thrown into the operation, which decides
+            failure, result = exc, None
+        except BaseException:
+            operation.close()
+            raise

@@ -1,0 +1,214 @@
+"""A bounded, thread-safe, fork-safe pool of core connections.
+
+Checkout is a lock-free ``deque.pop`` on the hot path; the lock is taken only to open a
+connection, to wait for one, or to hand one to a waiter. A connection idle for longer
+than ``health_check_interval`` is polled (no round trip) before reuse, so one the server
+closed meanwhile is replaced instead of failing the next command. After ``fork()`` the
+child starts with an empty pool and never touches the parent's sockets.
+
+Slots are exception-safe: the pool counts the connections that are still alive (through
+weak references), so one abandoned by an exception that struck between checkout and
+return (a signal handler, ``KeyboardInterrupt``) frees its slot once it is garbage, and
+its socket is closed then; it is never reused, since its state is unknown.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import select
+import threading
+import weakref
+from collections import deque
+from collections.abc import Callable
+from time import monotonic
+from typing import Any
+
+from ..exceptions import PoolTimeoutError
+
+__all__ = ["ConnectionPool"]
+
+_POOLS: weakref.WeakSet[ConnectionPool] = weakref.WeakSet()
+_WAIT_SLICE = 0.05
+"""Longest wait for a free connection between looks at the pool: a slot freed by garbage
+collection wakes no one."""
+
+
+class _Opening:
+    """Holds a slot while its connection is being opened (dies with the opening call)."""
+
+    __slots__ = ("__weakref__",)
+    round_trips = 0
+
+
+class ConnectionPool:
+    """Hands out connections made by ``connect``; at most ``max_size`` exist at once.
+
+    ``timeout`` bounds the wait for a free connection (``None`` waits forever);
+    ``health_check_interval`` is the idle time in seconds after which a connection is
+    checked before reuse (``0`` checks every time, ``None`` never).
+    """
+
+    def __init__(
+        self,
+        connect: Callable[[], Any],
+        *,
+        max_size: int = 50,
+        timeout: float | None = 5.0,
+        health_check_interval: float | None = 1.0,
+    ) -> None:
+        if max_size < 1:
+            raise ValueError("max_size must be at least 1")
+        self._connect = connect
+        self.max_size = max_size
+        self.timeout = timeout
+        self.health_check_interval = health_check_interval
+        self._closed = False
+        self._retired_round_trips = 0
+        self._reset()
+        _POOLS.add(self)
+
+    def _reset(self) -> None:
+        self._idle: deque[Any] = deque()
+        # The slots taken: weak references (without callbacks, which an interrupt could
+        # stop) to the open connections and to the _Opening tokens of those being opened.
+        self._taken: set[weakref.ref[Any]] = set()
+        self._waiters = 0
+        self._generation = getattr(self, "_generation", 0) + 1
+        # C-level primitives only, entered so that an interrupt (a signal handler raising)
+        # cannot strike between an acquire and the block that releases it.
+        self._lock = threading.Lock()
+        self._wakeups: queue.SimpleQueue[None] = queue.SimpleQueue()
+
+    @property
+    def size(self) -> int:
+        """Connections currently open or being opened (idle and in use)."""
+        with self._lock:
+            return self._count_taken()
+
+    def _count_taken(self) -> int:
+        """Drop the references to garbage (abandoned) connections and count the rest."""
+        taken = self._taken
+        taken.difference_update([ref for ref in taken if ref() is None])
+        return len(taken)
+
+    @property
+    def round_trips(self) -> int:
+        """Writes sent by this pool's connections: idle ones and closed ones (in-use ones
+        are counted when they come back)."""
+        return self._retired_round_trips + sum(int(conn.round_trips) for conn in list(self._idle))
+
+    @property
+    def idle(self) -> int:
+        """Connections waiting in the pool."""
+        return len(self._idle)
+
+    def get(self, now: float | None = None) -> Any:
+        """Check out a connection, opening one if the pool is below ``max_size``.
+
+        ``now`` is the caller's ``time.monotonic()`` reading, when it has one at hand.
+        """
+        try:
+            conn = self._idle.pop()
+        except IndexError:
+            return self._get_slow()
+        interval = self.health_check_interval
+        if interval is not None and (now or monotonic()) - conn.last_used >= interval and not _alive(conn):
+            conn.close()
+            self.put(conn)
+            return self.get()
+        return conn
+
+    def _get_slow(self) -> Any:
+        if self._closed:
+            raise RuntimeError("the connection pool is closed")
+        deadline = None if self.timeout is None else monotonic() + self.timeout
+        slot = _Opening()
+        while True:
+            waiting = False
+            try:
+                with self._lock:
+                    if self._idle:
+                        return self._idle.pop()
+                    if self._count_taken() < self.max_size:
+                        self._taken.add(weakref.ref(slot))
+                        break
+                    self._waiters += 1
+                    waiting = True
+                self._wait(deadline)
+            finally:
+                if waiting:
+                    with self._lock:
+                        self._waiters -= 1
+        generation = self._generation
+        try:
+            conn = self._connect()
+        except BaseException:
+            self._release(slot)
+            raise
+        conn.generation = generation
+        with self._lock:
+            if generation == self._generation:
+                self._taken.add(weakref.ref(conn))
+                self._taken.discard(weakref.ref(slot))
+        return conn
+
+    def _wait(self, deadline: float | None) -> None:
+        """Sleep until a connection is returned or one wait slice passed; raise at ``deadline``."""
+        remaining = _WAIT_SLICE if deadline is None else deadline - monotonic()
+        if remaining <= 0:
+            raise PoolTimeoutError(
+                f"no connection free in the pool after {self.timeout} s "
+                f"(all {self.max_size} in use; raise max_connections or release faster)"
+            )
+        with contextlib.suppress(queue.Empty):
+            self._wakeups.get(timeout=min(remaining, _WAIT_SLICE))
+
+    def put(self, conn: Any) -> None:
+        """Return a connection; a broken one, or one from before a fork, is closed."""
+        if conn.broken or self._closed or conn.generation != self._generation:
+            if not conn.broken:
+                conn.close()
+            self._release(conn)
+            return
+        self._idle.append(conn)
+        if self._waiters:
+            self._wakeups.put(None)
+
+    def _release(self, owner: Any) -> None:
+        """Free the slot of a closed connection (or of a failed opening)."""
+        self._retired_round_trips += owner.round_trips
+        with self._lock:
+            self._taken.discard(weakref.ref(owner))
+        if self._waiters:
+            self._wakeups.put(None)
+
+    def close(self) -> None:
+        """Close idle connections now and in-use ones when they come back."""
+        self._closed = True
+        while True:
+            try:
+                conn = self._idle.pop()
+            except IndexError:
+                break
+            conn.close()
+            self._release(conn)
+
+
+def _alive(conn: Any) -> bool:
+    """True when nothing is waiting on the socket: no EOF, no stray bytes."""
+    try:
+        poller = select.poll()
+        poller.register(conn.sock, select.POLLIN)
+        return not poller.poll(0)
+    except (OSError, ValueError):
+        return False
+
+
+def _after_fork_in_child() -> None:
+    for pool in list(_POOLS):
+        pool._reset()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -1,0 +1,1 @@
+"""The command line, benchmarks and workloads (never imported by the runtime)."""

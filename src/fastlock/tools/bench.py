@@ -1,0 +1,291 @@
+"""Measuring fastlock: timed loops with client CPU, the C floor, commands and round trips.
+
+Shared by ``python -m fastlock bench`` and the pytest-benchmark suite in ``bench/``.
+Figures are medians over rounds; client CPU is this process's user + system time
+(``getrusage``), the server's is not included. Pin the client and the server to CPUs
+(:func:`pin`, ``EmbeddedServer(cpu=...)``): unpinned loopback figures jump between runs.
+"""
+
+from __future__ import annotations
+
+import gc
+import hashlib
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..testing.commandstats import measure_cost
+
+if TYPE_CHECKING:
+    from ..sync.client import Client
+
+__all__ = [
+    "EVALSHA_ARGS",
+    "EVALSHA_KEYS",
+    "EVALSHA_SCRIPT",
+    "Figures",
+    "FLOOR_ARGS",
+    "Timing",
+    "c_floor",
+    "c_floor_command",
+    "Workload",
+    "pin",
+    "render_table",
+    "run_c_floor",
+    "run_workloads",
+    "time_loop",
+]
+
+EVALSHA_SCRIPT = "return 1"
+EVALSHA_KEYS = ("{b}:k1", "{b}:k2", "{b}:k3")
+EVALSHA_ARGS: tuple[Any, ...] = (1, "two", 3.5, b"four", True)
+"""The reference EVALSHA of every benchmark: 3 keys, 5 args, a script doing nothing."""
+
+
+def pin(cpu: int | None) -> set[int]:
+    """Pin this process to ``cpu`` (when it exists); return the previous affinity."""
+    before = os.sched_getaffinity(0)
+    if cpu is not None and cpu < (os.cpu_count() or 1):
+        os.sched_setaffinity(0, {cpu})
+    return before
+
+
+@dataclass
+class Timing:
+    """Per-round wall time and client user/system CPU of ``ops`` operations."""
+
+    ops: int
+    wall: list[float] = field(default_factory=list)
+    user: list[float] = field(default_factory=list)
+    system: list[float] = field(default_factory=list)
+
+    def add_round(self, op: Callable[[], object]) -> None:
+        """Run ``op`` ``ops`` times and record the round."""
+        before, started = resource.getrusage(resource.RUSAGE_SELF), time.perf_counter()
+        for _ in range(self.ops):
+            op()
+        wall, after = time.perf_counter() - started, resource.getrusage(resource.RUSAGE_SELF)
+        self.wall.append(wall)
+        self.user.append(after.ru_utime - before.ru_utime)
+        self.system.append(after.ru_stime - before.ru_stime)
+
+    def figures(self, name: str) -> Figures:
+        """Medians of the recorded rounds."""
+        cpu = statistics.median(u + s for u, s in zip(self.user, self.system, strict=True))
+        return Figures(
+            name,
+            ops_per_s=self.ops / statistics.median(self.wall),
+            cpu_us_per_op=cpu / self.ops * 1e6,
+            user_us_per_op=statistics.median(self.user) / self.ops * 1e6,
+        )
+
+
+@dataclass
+class Figures:
+    """One measured operation. Commands and round trips are per operation, when counted."""
+
+    name: str
+    ops_per_s: float
+    cpu_us_per_op: float
+    user_us_per_op: float
+    commands_per_op: float | None = None
+    round_trips_per_op: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {key: value for key, value in asdict(self).items() if value is not None}
+
+
+def time_loop(
+    name: str,
+    op: Callable[[], object],
+    *,
+    ops: int,
+    rounds: int = 5,
+    cost: Client | None = None,
+    clients: Iterable[Client] = (),
+    on_round: Callable[[Callable[[], None]], None] | None = None,
+) -> Figures:
+    """Time ``rounds`` loops of ``ops`` calls of ``op`` with GC off (after one warm-up call).
+
+    With ``cost`` (a client on the measured server, nobody else talking to it), also count
+    server commands and round trips per operation. ``on_round(run_one_round)`` lets a
+    caller drive the rounds itself (pytest-benchmark's ``pedantic``).
+    """
+    op()
+    timing = Timing(ops)
+
+    def one_round() -> None:
+        timing.add_round(op)
+
+    gc.disable()
+    try:
+        if on_round is None:
+            for _ in range(rounds):
+                one_round()
+        else:
+            on_round(one_round)
+    finally:
+        gc.enable()
+    figures = timing.figures(name)
+    if cost is not None:
+        spent = measure_cost(cost, op, min(ops, 200), clients=clients)
+        figures.commands_per_op = spent.commands_per_op
+        figures.round_trips_per_op = spent.round_trips_per_op
+    return figures
+
+
+def _target(url: str) -> list[str]:
+    if url.startswith("unix://"):
+        return ["-s", url.removeprefix("unix://").split("?")[0]]
+    host, _, port = url.split("://", 1)[1].split("/")[0].rpartition(":")
+    return ["-h", host.rpartition("@")[2] or "127.0.0.1", "-p", port or "6379"]
+
+
+FLOOR_ARGS = ("1", "two", "3.5", "four", "1")
+"""``EVALSHA_ARGS`` as the C floor sends them (redis-benchmark takes strings)."""
+
+
+def _floor_binary() -> str | None:
+    return shutil.which("redis-benchmark") or shutil.which("valkey-benchmark")
+
+
+def c_floor_command(
+    url: str,
+    *,
+    cpu: int | None = None,
+    requests: int = 50_000,
+    keys: Sequence[str] = EVALSHA_KEYS,
+    args: Sequence[Any] = FLOOR_ARGS,
+) -> list[str] | None:
+    """The command line of ``redis-benchmark`` (or ``valkey-benchmark``) with one connection
+    and no pipelining, sending ``requests`` reference EVALSHAs to ``url`` (the script must be
+    loaded), pinned to ``cpu``. ``None`` when neither binary is on PATH."""
+    binary = _floor_binary()
+    if binary is None:
+        return None
+    sha = hashlib.sha1(EVALSHA_SCRIPT.encode()).hexdigest()
+    command = [binary, *_target(url), "-c", "1", "-P", "1", "-n", str(requests), "--csv"]
+    command += ["EVALSHA", sha, str(len(keys)), *keys, *(str(a) for a in args)]
+    if cpu is not None and shutil.which("taskset"):
+        command = ["taskset", "-c", str(cpu), *command]
+    return command
+
+
+def run_c_floor(command: Sequence[str], timing: Timing) -> float:
+    """Run the C floor once (``command`` must send ``timing.ops`` requests) and add the round
+    to ``timing``: the wall time redis-benchmark reports, its CPU from ``getrusage``. Returns
+    the process's whole lifetime (start-up included), in seconds."""
+    before, started = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+    out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=300).stdout
+    elapsed, after = time.perf_counter() - started, resource.getrusage(resource.RUSAGE_CHILDREN)
+    rps = float(out.strip().splitlines()[-1].split(",")[1].strip('"'))
+    timing.wall.append(timing.ops / rps)
+    timing.user.append(after.ru_utime - before.ru_utime)
+    timing.system.append(after.ru_stime - before.ru_stime)
+    return elapsed
+
+
+def c_floor(
+    url: str,
+    *,
+    cpu: int | None = None,
+    requests: int = 50_000,
+    rounds: int = 3,
+    keys: Sequence[str] = EVALSHA_KEYS,
+    args: Sequence[Any] = FLOOR_ARGS,
+) -> Figures | None:
+    """Medians of ``rounds`` runs of the C floor (:func:`c_floor_command`); ``None`` when
+    neither redis-benchmark nor valkey-benchmark is on PATH."""
+    command = c_floor_command(url, cpu=cpu, requests=requests, keys=keys, args=args)
+    if command is None:
+        return None
+    timing = Timing(requests)
+    for _ in range(rounds):
+        run_c_floor(command, timing)
+    return timing.figures(f"C floor: {os.path.basename(_floor_binary() or '')} -c 1 -P 1")
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One thing to measure: ``setup(client)`` prepares it and returns the operation.
+
+    ``versus`` names the workload it is compared with (redis-py doing the same job);
+    ``counted`` asks for commands and round trips per operation (fastlock workloads).
+    """
+
+    name: str
+    setup: Callable[[Client], Callable[[], object]]
+    ops: int = 5_000
+    versus: str | None = None
+    counted: bool = True
+
+
+def run_workloads(
+    url: str,
+    workloads: Sequence[Workload],
+    *,
+    rounds: int = 5,
+    scale: float = 1.0,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> tuple[list[Figures], list[str]]:
+    """Measure each workload on its own client; return the figures and the skipped ones
+    (with why). ``scale`` multiplies every workload's operation count."""
+    from ..sync.client import Client
+
+    results: list[Figures] = []
+    skipped: list[str] = []
+    for done, workload in enumerate(workloads):
+        if progress is not None:
+            progress(done, len(workloads), workload.name)
+        with Client(url) as client:
+            try:
+                op = workload.setup(client)
+            except ImportError as exc:
+                skipped.append(f"{workload.name}: {exc}")
+                continue
+            ops = max(1, int(workload.ops * scale))
+            results.append(
+                time_loop(
+                    workload.name, op, ops=ops, rounds=rounds, cost=client if workload.counted else None
+                )
+            )
+    if progress is not None:
+        progress(len(workloads), len(workloads), "done")
+    return results, skipped
+
+
+def _versus_floor(f: Figures, floor: Figures | None) -> str:
+    """Round trips per second as a fraction of the C floor's (the machine's round-trip rate)."""
+    if floor is None or f is floor or f.round_trips_per_op is None:
+        return ""
+    return f"{f.ops_per_s * f.round_trips_per_op / floor.ops_per_s:.2f}x"
+
+
+def render_table(figures: Sequence[Figures], workloads: Sequence[Workload], floor: Figures | None) -> str:
+    """A Markdown table: ops/s, client CPU, commands and round trips per operation, the
+    ops/s ratio to redis-py doing the same job, and round trips/s as a ratio to the C floor."""
+    by_name = {f.name: f for f in figures}
+    versus = {w.name: w.versus for w in workloads}
+    rows = [
+        "| operation | ops/s | client CPU µs/op | commands/op | round trips/op | vs redis-py | vs C floor |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for f in [*figures, *([floor] if floor else [])]:
+        other = by_name.get(versus.get(f.name) or "")
+        cells = [
+            f.name,
+            f"{f.ops_per_s:,.0f}",
+            f"{f.cpu_us_per_op:.1f}",
+            "" if f.commands_per_op is None else f"{f.commands_per_op:.2f}",
+            "" if f.round_trips_per_op is None else f"{f.round_trips_per_op:.2f}",
+            f"{f.ops_per_s / other.ops_per_s:.2f}x" if other else "",
+            _versus_floor(f, floor),
+        ]
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows)

