@@ -26,8 +26,8 @@ import pytest
 from gate import TRIES, PairResult, Side, measure_pair
 
 from fastlock import Client
-from fastlock.testing.commandstats import command_calls
-from fastlock.testing.embedded import EmbeddedServer
+from fastlock.testing.costs import command_calls
+from fastlock.testing.servers import TempServer
 from fastlock.tools.bench import EVALSHA_SCRIPT, Figures, Timing, c_floor_command, pin, run_c_floor, time_loop
 
 REGIME = os.environ.get("FASTLOCK_BENCH_REGIME", "same")
@@ -62,8 +62,8 @@ def server_url() -> Iterator[str]:
     if os.environ.get("FASTLOCK_BENCH_URL"):
         yield os.environ["FASTLOCK_BENCH_URL"]
         return
-    with EmbeddedServer(binary=shutil.which("redis-server"), cpu=SERVER_CPU) as server:
-        yield server.url
+    with TempServer(shutil.which("redis-server"), cpu=SERVER_CPU) as server:
+        yield server.unix_url
 
 
 def record(benchmark: Any, figures: Figures) -> Figures:
@@ -77,7 +77,7 @@ def record(benchmark: Any, figures: Figures) -> Figures:
 def measure(benchmark: Any) -> Callable[..., Figures]:
     """``measure(name, op, ops=N, rounds=5, cost=client, clients=[...])``: time ``rounds``
     loops of ``ops`` calls of ``op`` under pytest-benchmark (GC off); with ``cost``, also
-    count server commands and round trips per op (``fastlock.testing.commandstats``)."""
+    count server commands and round trips per op (``fastlock.testing.costs``)."""
 
     def run(
         name: str,

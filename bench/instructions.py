@@ -258,7 +258,7 @@ def _child_env() -> dict[str, str]:
 
 
 def _server_binary() -> str:
-    from fastlock.testing.embedded import find_server_binary
+    from fastlock.testing.servers import find_server_binary
 
     return shutil.which("redis-server") or find_server_binary()
 
@@ -277,7 +277,7 @@ def measure(names: Sequence[str] | None = None, jobs: int = 1) -> Measurement:
     """Measure ``names`` (default: every path this install can run) in ``jobs`` children run
     side by side. One child is the default: with two, ``hiredis.pack_command`` moved by up to
     0.8% from run to run (it does not in one child)."""
-    from fastlock.testing.embedded import EmbeddedServer
+    from fastlock.testing.servers import TempServer
 
     started, cpu = time.monotonic(), _children_cpu()
     result = Measurement()
@@ -291,7 +291,7 @@ def measure(names: Sequence[str] | None = None, jobs: int = 1) -> Measurement:
     groups = [[p.name for p in todo[i::jobs]] for i in range(jobs)]
     with (
         tempfile.TemporaryDirectory(prefix="fastlock-instr-") as tmp,
-        EmbeddedServer(_server_binary()) as server,
+        TempServer(_server_binary()) as server,
     ):
         shim, valgrind = build_shim(Path(tmp)), shutil.which("valgrind") or "valgrind"
         children = []
@@ -300,7 +300,7 @@ def measure(names: Sequence[str] | None = None, jobs: int = 1) -> Measurement:
             out.mkdir()
             command = [valgrind, "--tool=callgrind", "--instr-atstart=no", "--collect-atstart=no"]
             command += ["--dump-line=no", "--dump-instr=no", f"--callgrind-out-file={out}/callgrind.out.%p"]
-            command += [sys.executable, __file__, "--child", server.path, str(shim), *group]
+            command += [sys.executable, __file__, "--child", server.unix_path, str(shim), *group]
             child = subprocess.Popen(command, env=_child_env(), stderr=subprocess.PIPE, preexec_fn=_no_aslr)
             children.append((out, group, child))
         for out, group, child in children:

@@ -2,7 +2,7 @@
 
     python bench/lifecycle_table.py [--url URL] [--operations N]
 
-Without ``--url`` a private server is started (``fastlock.testing.embedded.EmbeddedServer``); with
+Without ``--url`` a private server is started (``fastlock.testing.servers.TempServer``); with
 one, use a server nobody else talks to (statistics are reset).
 """
 
@@ -12,8 +12,8 @@ import argparse
 import contextlib
 
 import fastlock
-from fastlock.testing.embedded import EmbeddedServer
-from fastlock.testing.lock_costs import measure_lifecycles, measure_options
+from fastlock.testing.costs import measure_lifecycles, measure_options
+from fastlock.testing.servers import TempServer
 
 
 def tables(client: fastlock.Client, operations: int) -> str:
@@ -43,7 +43,7 @@ def main() -> None:
     parser.add_argument("--operations", type=int, default=200, help="lifecycles per figure")
     options = parser.parse_args()
     with contextlib.ExitStack() as stack:
-        url = options.url or stack.enter_context(EmbeddedServer()).url
+        url = options.url or stack.enter_context(TempServer()).unix_url
         client = stack.enter_context(fastlock.Client(url))
         version = client.execute("INFO", "server").decode().partition("redis_version:")[2].split()[0]
         print(f"<!-- bench/lifecycle_table.py, {options.operations} lifecycles, server {version} -->")

@@ -8,17 +8,18 @@ from typing import Any
 
 import pytest
 from harness.cores import core_params
-from harness.servers import (
+from harness.skips import SkipAudit
+
+from fastlock.testing.proxy import TcpProxy
+from fastlock.testing.servers import (
     FLAVOURS,
     ExternalServer,
     ServerError,
-    TcpProxy,
     TempServer,
     binary_version,
     find_binaries,
     tls_supported,
 )
-from harness.skips import SkipAudit
 
 EXTERNAL_URL = os.environ.get("FASTLOCK_TEST_URL")
 BINARIES = find_binaries()

@@ -8,7 +8,10 @@ import time
 from collections.abc import Callable
 
 import pytest
-from harness.servers import ExternalServer, TcpProxy, TempServer, connect, raw_command, roundtrip
+
+from fastlock.testing.proxy import TcpProxy
+from fastlock.testing.raw import connect, raw_command, roundtrip
+from fastlock.testing.servers import ExternalServer, TempServer
 
 
 def _closed_by_peer(sock: socket.socket) -> bool:

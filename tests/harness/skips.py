@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from .servers import find_binaries, tls_supported
+from fastlock.testing.servers import find_binaries, tls_supported
 
 
 def _cython_core_missing() -> bool:

@@ -9,10 +9,10 @@ import time
 from typing import Any
 
 import pytest
-from harness.servers import connect, roundtrip
 
 import fastlock
 from fastlock.protocol.arguments import MAX_DURATION
+from fastlock.testing.raw import connect, roundtrip
 
 
 def in_child(fn: Any) -> str:

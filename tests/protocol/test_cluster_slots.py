@@ -5,10 +5,9 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 
-from harness.servers import TempServer, free_port
-
 import fastlock
 from fastlock.protocol.slots import hash_tag, key_slot, same_slot
+from fastlock.testing.servers import TempServer, free_port
 
 
 def test_known_slots_and_tags() -> None:

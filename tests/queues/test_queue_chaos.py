@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 from harness.cores import AVAILABLE
-from harness.servers import ExternalServer, TempServer
 
 import fastlock
 from fastlock.queues.queue import Job, Queue, QueueStats
 from fastlock.queues.worker import TRANSIENT, Worker
+from fastlock.testing.servers import ExternalServer, TempServer
 
 pytestmark = pytest.mark.fault
 

@@ -9,12 +9,12 @@ from collections.abc import Callable, Iterator
 
 import pytest
 from harness.blocking import wait_until_blocked
-from harness.servers import TempServer, free_port
 
 import fastlock
 from fastlock.queues.queue import Job, Queue, QueueStats
 from fastlock.queues.worker import Worker
-from fastlock.testing.commandstats import command_calls
+from fastlock.testing.costs import command_calls
+from fastlock.testing.servers import TempServer, free_port
 
 
 @pytest.fixture

@@ -11,10 +11,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from harness.servers import ExternalServer, TempServer
 
 import fastlock
-from fastlock.testing.commandstats import command_calls, measure_cost
+from fastlock.testing.costs import command_calls, measure_cost
+from fastlock.testing.servers import ExternalServer, TempServer
 
 LUA = Path(__file__).parents[1] / "lua"
 CHECKS = str(LUA / "shared" / "_checks.lua")

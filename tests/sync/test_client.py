@@ -9,9 +9,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from harness.servers import TempServer
 
 import fastlock
+from fastlock.testing.servers import TempServer
 
 
 def test_commands_round_trip(client: fastlock.Client) -> None:
@@ -239,7 +239,7 @@ def test_blocking_command_outlives_the_socket_timeout(redis_url: str, impl: str)
 
 
 def test_measure_cost_counts_inner_commands_and_round_trips(client: fastlock.Client) -> None:
-    from fastlock.testing.commandstats import measure_cost
+    from fastlock.testing.costs import measure_cost
 
     script = client.register_script("redis.call('SET', KEYS[1], 1) return redis.call('GET', KEYS[1])")
     script(keys=["k"])

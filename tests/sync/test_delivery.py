@@ -9,10 +9,10 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from harness.servers import TcpProxy
 
 import fastlock
-from fastlock.testing.commandstats import command_calls
+from fastlock.testing.costs import command_calls
+from fastlock.testing.proxy import TcpProxy
 
 pytestmark = pytest.mark.fault
 

@@ -14,11 +14,12 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from harness.servers import TcpProxy, TempServer
 
 import fastlock
 from fastlock._impl import load_core
 from fastlock.sync.connect import open_connection, parse_url
+from fastlock.testing.proxy import TcpProxy
+from fastlock.testing.servers import TempServer
 
 pytestmark = pytest.mark.fault
 

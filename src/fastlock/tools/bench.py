@@ -3,7 +3,7 @@
 Shared by ``python -m fastlock bench`` and the pytest-benchmark suite in ``bench/``.
 Figures are medians over rounds; client CPU is this process's user + system time
 (``getrusage``), the server's is not included. Pin the client and the server to CPUs
-(:func:`pin`, ``EmbeddedServer(cpu=...)``): unpinned loopback figures jump between runs.
+(:func:`pin`, ``TempServer(cpu=...)``): unpinned loopback figures jump between runs.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..testing.commandstats import measure_cost
+from ..testing.costs import measure_cost
 
 if TYPE_CHECKING:
     from ..sync.client import Client

@@ -13,7 +13,7 @@ import sys
 import time
 
 from .. import Client, __impl__, __version__
-from ..testing.embedded import EmbeddedServer, find_server_binary
+from ..testing.servers import TempServer
 from . import workloads
 from .bench import EVALSHA_SCRIPT, c_floor, pin, render_table, run_workloads
 
@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
             url = args.url
         else:
             binary = shutil.which("redis-server") if args.command == "bench" else None
-            url = stack.enter_context(EmbeddedServer(binary or find_server_binary(), cpu=server_cpu)).url
+            url = stack.enter_context(TempServer(binary, cpu=server_cpu)).unix_url
         if args.command == "demo":
             demo(url)
             return 0

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..locks.lock import LockType
 from ..queues.queue import Batch, Job, Queue
-from ..testing.lock_costs import lifecycle
+from ..testing.costs import lifecycle
 from .bench import EVALSHA_ARGS, EVALSHA_KEYS, EVALSHA_SCRIPT, Workload
 
 if TYPE_CHECKING:

@@ -1,5 +1,10 @@
-"""Commands and round trips per lock lifecycle: the numbers ``bench/budgets.toml`` gates and
+"""What an operation costs the server: commands (inner Lua calls included) and round trips,
+for any operation and for the lock lifecycles ``bench/budgets.toml`` gates and
 ``bench/lifecycle_table.py`` publishes.
+
+Commands are read from ``INFO commandstats`` after ``CONFIG RESETSTAT`` (Redis and Valkey
+count every ``redis.call`` inside a script there, plus the ``EVALSHA`` itself); round
+trips are the writes fastlock's connections sent. Use a server nobody else is talking to.
 
 A lifecycle is the realistic path of one job: a producer-side lock object runs
 :meth:`~fastlock.Lock.enqueue`, a different worker-side object runs
@@ -10,14 +15,24 @@ from __future__ import annotations
 
 import itertools
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
 from ..locks.lock import LockType
 from ..locks.manager import LockManager
 from ..sync.client import Client
-from .commandstats import Cost, measure_cost
 
-__all__ = ["OPTION_VARIANTS", "lifecycle", "measure_lifecycles", "measure_options"]
+__all__ = [
+    "OPTION_VARIANTS",
+    "Cost",
+    "command_calls",
+    "lifecycle",
+    "measure_cost",
+    "measure_lifecycles",
+    "measure_options",
+]
+
+_BOOKKEEPING = frozenset({"info", "config|resetstat", "config"})
 
 OPTION_VARIANTS: dict[str, dict[str, object]] = {
     "tracking + fencing (default)": {},
@@ -26,6 +41,58 @@ OPTION_VARIANTS: dict[str, dict[str, object]] = {
     "fencing off": {"fencing": False},
     "tracking and fencing off": {"track": False, "fencing": False},
 }
+
+
+@dataclass(frozen=True)
+class Cost:
+    """Totals over ``operations`` runs of one operation, and their per-operation figures."""
+
+    operations: int
+    commands: int
+    round_trips: int
+    by_command: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def commands_per_op(self) -> float:
+        return self.commands / self.operations
+
+    @property
+    def round_trips_per_op(self) -> float:
+        return self.round_trips / self.operations
+
+
+def command_calls(client: Client) -> dict[str, int]:
+    """``{command: calls}`` from ``INFO commandstats``, without the bookkeeping commands."""
+    text = client.execute("INFO", "commandstats").decode()
+    calls: dict[str, int] = {}
+    for line in text.splitlines():
+        if line.startswith("cmdstat_"):
+            name, _, stats = line[len("cmdstat_") :].partition(":")
+            if name not in _BOOKKEEPING:
+                calls[name] = int(stats.split(",")[0].split("=")[1])
+    return calls
+
+
+def measure_cost(
+    client: Client,
+    operation: Callable[[], object],
+    operations: int = 100,
+    *,
+    clients: Iterable[Client] = (),
+) -> Cost:
+    """Run ``operation`` ``operations`` times and count server commands and round trips.
+
+    ``client`` reads the statistics; round trips are summed over ``client`` and ``clients``
+    (other clients the operation uses).
+    """
+    counted = [client, *clients]
+    client.execute("CONFIG", "RESETSTAT")
+    before = sum(c.pool.round_trips for c in counted)
+    for _ in range(operations):
+        operation()
+    round_trips = sum(c.pool.round_trips for c in counted) - before
+    calls = command_calls(client)
+    return Cost(operations, sum(calls.values()), round_trips, calls)
 
 
 def lifecycle(manager: LockManager, kind: LockType, ttl: float = 60.0) -> Callable[[], None]:
