@@ -1,25 +1,14 @@
-"""The test harness itself, exercised with raw sockets only."""
+"""The server launchers (fastlock.testing.servers) and raw RESP helpers, exercised with raw sockets only."""
 
 from __future__ import annotations
 
-import socket
 import ssl
-import time
 from collections.abc import Callable
 
 import pytest
 
-from fastlock.testing.proxy import TcpProxy
 from fastlock.testing.raw import connect, raw_command, roundtrip
-from fastlock.testing.servers import ExternalServer, TempServer
-
-
-def _closed_by_peer(sock: socket.socket) -> bool:
-    """True if the peer closed or reset the connection (waits up to the socket timeout)."""
-    try:
-        return sock.recv(1024) == b""
-    except ConnectionError:
-        return True
+from fastlock.testing.servers import ExternalServer, TempServer, find_binaries, find_server_binary
 
 
 def test_ping_tcp_unix_and_debug(server: TempServer | ExternalServer, redis_url: str) -> None:
@@ -56,65 +45,6 @@ def test_restart_keeps_port_and_loses_data(private_server: TempServer) -> None:
     assert private_server.raw_command("PING", unix=True) == b"+PONG\r\n"
 
 
-def test_proxy_passes_traffic(proxy: TcpProxy) -> None:
-    with connect((proxy.host, proxy.port)) as sock:
-        assert roundtrip(sock, "SET", "k", "v" * 100_000) == b"+OK\r\n"
-        assert roundtrip(sock, "STRLEN", "k") == b":100000\r\n"
-        assert proxy.connections == 1
-    deadline = time.monotonic() + 2
-    while proxy.connections and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert proxy.connections == 0
-
-
-def test_proxy_delays_replies(proxy: TcpProxy) -> None:
-    with connect((proxy.host, proxy.port)) as sock:
-        assert roundtrip(sock, "PING") == b"+PONG\r\n"
-        proxy.set_reply_delay(2.0)
-        start = time.monotonic()
-        assert roundtrip(sock, "PING") == b"+PONG\r\n"
-        assert time.monotonic() - start >= 2.0
-        proxy.set_reply_delay(0)
-        start = time.monotonic()
-        assert roundtrip(sock, "PING") == b"+PONG\r\n"
-        assert time.monotonic() - start < 1.0  # the 2 s delay is gone
-
-
-def test_proxy_holds_and_releases_replies(proxy: TcpProxy) -> None:
-    with connect((proxy.host, proxy.port), timeout=0.3) as sock:
-        proxy.hold_replies()
-        sock.sendall(b"PING\r\n")
-        with pytest.raises(socket.timeout):
-            sock.recv(16)
-        proxy.release_replies()
-        sock.settimeout(2)
-        assert sock.recv(16) == b"+PONG\r\n"
-
-
-@pytest.mark.fault
-def test_proxy_cut_resets_clients(proxy: TcpProxy) -> None:
-    with connect((proxy.host, proxy.port)) as sock:
-        assert roundtrip(sock, "PING") == b"+PONG\r\n"
-        proxy.cut()
-        assert _closed_by_peer(sock)
-    assert proxy.connections == 0
-    with connect((proxy.host, proxy.port)) as sock:  # still accepts new connections
-        assert roundtrip(sock, "PING") == b"+PONG\r\n"
-
-
-@pytest.mark.fault
-def test_proxy_drop_next_reply_executes_but_loses_reply(
-    server: TempServer | ExternalServer, proxy: TcpProxy
-) -> None:
-    with connect((proxy.host, proxy.port)) as sock:
-        proxy.drop_next_reply()
-        sock.sendall(b"SET dropped yes\r\n")
-        assert _closed_by_peer(sock)
-    assert server.raw_command("GET", "dropped") == b"$3\r\nyes\r\n"
-    with connect((proxy.host, proxy.port)) as sock:  # only one reply is dropped
-        assert roundtrip(sock, "PING") == b"+PONG\r\n"
-
-
 def test_tls_server_answers_over_ssl(tls_server: TempServer) -> None:
     assert tls_server.tls_url == f"rediss://127.0.0.1:{tls_server.port}"
     address = (tls_server.host, tls_server.port)
@@ -134,3 +64,20 @@ def test_password_and_acl_user(server_factory: Callable[..., TempServer]) -> Non
     assert raw_command(address, "SET", "k", "v", username="alice", password="secret") == b"+OK\r\n"
     with connect(address) as sock:
         assert roundtrip(sock, "AUTH", "alice", "wrong").startswith(b"-WRONGPASS")
+
+
+def test_temp_server_defaults_to_the_binary_found(monkeypatch: pytest.MonkeyPatch) -> None:
+    found = find_binaries()
+    if found["valkey"][0] is None and found["redis"][0] is None:
+        pytest.skip(f"valkey server unavailable: {found['valkey'][1]}; redis too: {found['redis'][1]}")
+    with TempServer() as srv:
+        assert srv.binary == find_server_binary() == (found["valkey"][0] or found["redis"][0])
+        assert srv.flavour == ("valkey" if found["valkey"][0] else "redis")
+        assert srv.unix_url == f"unix://{srv.unix_path}"
+        assert raw_command(srv.unix_path, "PING") == b"+PONG\r\n"
+        directory = srv.dir
+    assert not directory.exists()
+    monkeypatch.setenv("FASTLOCK_VALKEY_SERVER", "/nonexistent/valkey-server")
+    monkeypatch.setenv("FASTLOCK_REDIS_SERVER", "/nonexistent/redis-server")
+    with pytest.raises(FileNotFoundError, match="no Redis/Valkey server found"):
+        find_server_binary()
