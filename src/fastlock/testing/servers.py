@@ -376,7 +376,7 @@ class ExternalServer:
     def __init__(self, url: str) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("redis", "unix"):
-            raise ValueError(f"FASTLOCK_TEST_URL must be redis:// or unix://, got {url!r}")
+            raise ValueError(f"ExternalServer needs a redis:// or unix:// URL, got {url!r}")
         self.url = url
         self.username = unquote(parts.username) if parts.username else None
         self.password = unquote(parts.password) if parts.password is not None else None

