@@ -259,7 +259,7 @@ FORBIDDEN: dict[str, set[str]] = {
 }
 """Rooms each room must not import (beside the rules for tools, testing and interop)."""
 SANS_IO = {"protocol", "operations"}
-IO_MODULES = {"socket", "ssl", "select", "selectors", "threading", "time", "asyncio", "subprocess"}
+IO_MODULES = {"socket", "ssl", "select", "selectors", "threading", "time", "asyncio", "subprocess", "posix"}
 TOOLING = {"tools", "testing"}
 SHIM = "fastlock.__main__"  # ``python -m fastlock``: three lines handing over to tools.cli
 
@@ -287,14 +287,11 @@ def test_rooms_import_one_way() -> None:
 def test_sans_io_rooms_import_no_io() -> None:
     """protocol and operations hold no socket, clock, thread or sleep."""
     bad = []
-    for path in sorted(SRC.rglob("*.py")):
-        module = _module_name(path)
-        if _room(module) in SANS_IO:
-            bad += [
-                f"{i}: {_room(module)} is sans-IO"
-                for i in _python_imports(path)
-                if i.target.split(".")[0] in IO_MODULES
-            ]
+    for path in sorted(SRC.rglob("*")):
+        room = _room(_module_name(path))
+        if room in SANS_IO and path.suffix in (".py", ".pyx", ".pxi", ".pxd"):
+            found = _python_imports(path) if path.suffix == ".py" else _cython_imports(path)
+            bad += [f"{i}: {room} is sans-IO" for i in found if i.target.split(".")[0] in IO_MODULES]
     assert bad == [], "\n".join(bad)
 
 
