@@ -42,6 +42,8 @@ from .errors import lua_error
 from .registry import Script, ScriptStats
 
 __all__ = [
+    "BUSY_FIRST_DELAY",
+    "BUSY_MAX_DELAY",
     "MAX_RELOADS",
     "ScriptSettings",
     "check_loaded",
