@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import fastlock
+from fastlock.scripts.calling import kill_busy_script
 from fastlock.testing.costs import command_calls, measure_cost
 from fastlock.testing.servers import ExternalServer, TempServer
 
@@ -276,7 +277,8 @@ def test_kill_policy_waits_for_a_script_that_has_written(
     assert "SCRIPT KILL refused: the busy script has written" in caplog.text
     assert command_calls(busy_client)["script|kill"] == 1  # asked once, then waited
     # NOTBUSY (the script ended before the kill arrived) means: retry at once.
-    assert busy_client._kill_busy_script(fastlock.BusyError("BUSY Redis is busy running a script.")) is True
+    not_busy = fastlock.BusyError("BUSY Redis is busy running a script.")
+    assert busy_client.run(kill_busy_script(not_busy)) is True
 
 
 # --- server conditions met inside a script ----------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import os
 import threading
@@ -11,6 +12,7 @@ from typing import Any
 import pytest
 
 import fastlock
+from fastlock.operations import Blocking, Call, Command, Commands, Operation, Runner, Sleep
 from fastlock.testing.servers import TempServer
 
 
@@ -48,6 +50,34 @@ def test_bad_argument_leaves_the_connection_clean(client: fastlock.Client) -> No
     assert client.execute("ECHO", "still in step") == b"still in step"
     assert client.execute("EXISTS", "k") == 0
     assert client.pool.size == 1
+
+
+RUNNER_METHODS = ("call", "execute", "execute_blocking", "execute_many", "run")
+
+
+def test_client_is_a_runner(client: fastlock.Client) -> None:
+    """Structurally, method by method (mypy checks the same in fastlock.sync.client), and it
+    drives every step an operation yields."""
+    for name in RUNNER_METHODS:
+        assert inspect.signature(getattr(fastlock.Client, name)) == inspect.signature(getattr(Runner, name))
+    counter = client.register_script("return redis.call('INCR', KEYS[1])", name="incr_by_script")
+
+    def operation() -> Operation[list[Any]]:
+        got = [(yield Command(("SET", "k", "v")))]
+        got.append((yield Commands([("GET", "k"), ("LPUSH", "k", 1)])))
+        got.append((yield Call(counter.name, ["n"])))
+        got.append((yield Sleep(0.001)))
+        got.append((yield Blocking(("BLPOP", "empty", 0.01), timeout=0.01)))
+        try:
+            yield Command(("INCR", "k"))
+        except fastlock.ResponseError as exc:  # error replies are thrown in
+            got.append(type(exc))
+        return got
+
+    runner: Runner = client
+    got = runner.run(operation())
+    assert got[:2] == [b"OK", [b"v", got[1][1]]] and isinstance(got[1][1], fastlock.WrongTypeError)
+    assert got[2:] == [1, None, None, fastlock.ResponseError]
 
 
 def test_pipeline_one_write_many_replies(client: fastlock.Client) -> None:

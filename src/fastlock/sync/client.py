@@ -6,49 +6,43 @@ connection only when the failed attempt provably never left the client
 command was written, the error is raised: the server may have run it, and only the
 caller can know whether running it twice is safe.
 
-Scripts (:meth:`Client.call`) run by ``EVALSHA``. A ``NOSCRIPT`` reply (restart,
-failover, ``SCRIPT FLUSH``) means the script did not run (a script cannot return that
-reply: :func:`fastlock.scripts.registry.guard` raises it instead): fastlock sends ``SCRIPT LOAD``
-and ``EVALSHA`` again in one pipelined write (the whole call: 2 round trips, 3 commands),
-at most :data:`MAX_RELOADS` times per call. A ``BUSY`` reply (another script runs past
-``busy-reply-threshold``) is retried with jittered exponential backoff until the call's
-``busy_timeout``, then :class:`~fastlock.ScriptBusyError`; ``SCRIPT KILL`` is sent only if
-``kill_busy_after`` asks for it. Other script errors become :class:`~fastlock.LuaError`
-reports (see :mod:`fastlock.scripts.errors`). Call metadata and includes: :mod:`fastlock.scripts.templates`.
+Scripts (:meth:`Client.call`) run by ``EVALSHA``, sent directly; an error reply goes to
+the recovery operation of :mod:`fastlock.scripts.calling` (NOSCRIPT reload, BUSY waits and
+kills, Lua error reports), which :meth:`Client.run` drives. Call metadata and includes:
+:mod:`fastlock.scripts.templates`.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-import logging
 import os
-import random
-import time
 from collections.abc import Callable, Iterable, Sequence
 from time import monotonic
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._impl import load_core
-from ..exceptions import (
-    ArgumentError,
-    ArgumentTypeError,
-    BusyError,
-    ConnectionError,
-    NoScriptError,
-    NotBusyError,
-    ResponseError,
-    ScriptBusyError,
-    UnkillableError,
-)
+from ..exceptions import ArgumentError, ArgumentTypeError, ConnectionError, ResponseError
 from ..locks.lock import Lock
 from ..locks.manager import LockManager
-from ..operations import Operation
+from ..operations import Operation, Runner
+from ..protocol.commands import refuse_connection_state
 from ..queues.queue import Queue
-from ..scripts.errors import lua_error
-from ..scripts.registry import Script, ScriptCounters, ScriptRegistry, ScriptStats
+from ..scripts.calling import (
+    MAX_RELOADS,
+    ScriptSettings,
+    check_loaded,
+    load_commands,
+    meta_values,
+    read_server_version,
+    record_call,
+    record_failure,
+    recover,
+)
+from ..scripts.registry import Script, ScriptCounters, ScriptRegistry
 from .connect import DEFAULT_URL, ConnectionParams, open_connection, parse_url, set_io_timeout
 from .drive import drive
+from .pipeline import BoundScript, Pipeline
 from .pool import ConnectionPool
 
 __all__ = ["BLOCKING_MARGIN", "MAX_RELOADS", "BoundScript", "Client", "Pipeline"]
@@ -58,52 +52,6 @@ _KEEP_CONNECTION = (ResponseError, ArgumentError, ArgumentTypeError)
 
 BLOCKING_MARGIN = 1.0
 """Least time a blocking command's socket read waits beyond the command's own timeout."""
-
-_SCRIPT_INSTEAD = "for atomic work use a Lua script (Client.register_script)"
-_PUBSUB_INSTEAD = "use redis-py's PubSub, on its own connection"
-_OWN_CONNECTION = "use a dedicated redis-py connection"
-_REFUSED: dict[str, str] = {
-    **dict.fromkeys(("MULTI", "EXEC", "DISCARD", "WATCH", "UNWATCH"), _SCRIPT_INSTEAD),
-    **dict.fromkeys(
-        ("SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "UNSUBSCRIBE", "PUNSUBSCRIBE", "SUNSUBSCRIBE"),
-        _PUBSUB_INSTEAD,
-    ),
-    **dict.fromkeys(
-        (
-            "MONITOR",
-            "SYNC",
-            "PSYNC",
-            "READONLY",
-            "READWRITE",
-            "CLIENT REPLY",
-            "CLIENT TRACKING",
-            "CLIENT CACHING",
-        ),
-        _OWN_CONNECTION,
-    ),
-    "SELECT": "pass db= to Client (or /<db> in the URL)",
-    "AUTH": "pass username= and password= to Client (or put them in the URL)",
-    "CLIENT SETNAME": "pass client_name= to Client",
-    "HELLO": "fastlock speaks RESP2 only",
-    "RESET": "build a new Client",
-    "QUIT": "call Client.close()",
-}
-"""Commands that change the state of the connection they run on (its transaction,
-protocol, database, user, reply mode or subscriptions), refused by :meth:`Client.execute`
-and pipelines; the value says what to use instead."""
-
-MAX_RELOADS = 3
-"""Most ``SCRIPT LOAD`` + ``EVALSHA`` retries one call makes after ``NOSCRIPT``."""
-_BUSY_FIRST_DELAY = 0.002
-_BUSY_MAX_DELAY = 0.1
-_log = logging.getLogger("fastlock.scripts")
-_META_VALUES: dict[str, Callable[[Client, Script], Any]] = {
-    "now": lambda client, script: time.time(),
-    "debug": lambda client, script: client.debug,
-    "max_history": lambda client, script: client.max_history,
-    "script_name": lambda client, script: script.name,
-    "server_version": lambda client, script: client.server_version,
-}
 
 
 class Client:
@@ -116,11 +64,12 @@ class Client:
 
     Scripts: ``script_paths`` are folders searched before the built-in one; ``debug``
     makes scripts write their debug lines to the server log and logs every call's name
-    and duration on the ``fastlock.scripts.registry`` logger at DEBUG; ``max_history`` is passed
+    and duration on the ``fastlock.scripts`` logger at DEBUG; ``max_history`` is passed
     to scripts that declare it; ``busy_timeout`` (seconds) bounds the wait while the
     server is busy with another script; ``kill_busy_after`` (seconds, default never)
     sends ``SCRIPT KILL`` once a call has waited that long; ``warm_up`` loads every
-    script on each new connection (one pipelined round trip).
+    script on each new connection (one pipelined round trip). The four script settings are
+    kept in :attr:`script_settings` (also readable and settable as attributes of the client).
     """
 
     def __init__(
@@ -144,11 +93,8 @@ class Client:
         self.scripts = ScriptRegistry(script_paths)
         self._loaded = self.scripts.loaded
         self._evalsha = self._core.Connection.evalsha
-        self.debug: bool = debug
-        self.max_history: int = max_history
-        self.busy_timeout: float = busy_timeout
-        self.kill_busy_after: float | None = kill_busy_after
-        self._server_version: str | None = None
+        self.script_settings = ScriptSettings(busy_timeout, kill_busy_after, debug, max_history)
+        """The script-call policy (:class:`~fastlock.scripts.calling.ScriptSettings`)."""
         self._pool = ConnectionPool(
             self._open_and_load_scripts if warm_up else self._open,
             max_size=max_connections,
@@ -174,14 +120,43 @@ class Client:
         conn = self._open()
         scripts = self.scripts.load_all()
         try:
-            replies = self._core.Connection.pipeline(conn, [("SCRIPT", "LOAD", s.body) for s in scripts])
-            for script, reply in zip(scripts, replies, strict=True):
-                if isinstance(reply, ResponseError):
-                    raise lua_error(reply, script)
+            check_loaded(scripts, self._core.Connection.pipeline(conn, load_commands(scripts)))
         except BaseException:
             conn.close()
             raise
         return conn
+
+    @property
+    def debug(self) -> bool:
+        return self.script_settings.debug
+
+    @debug.setter
+    def debug(self, value: bool) -> None:
+        self.script_settings.debug = value
+
+    @property
+    def max_history(self) -> int:
+        return self.script_settings.max_history
+
+    @max_history.setter
+    def max_history(self, value: int) -> None:
+        self.script_settings.max_history = value
+
+    @property
+    def busy_timeout(self) -> float:
+        return self.script_settings.busy_timeout
+
+    @busy_timeout.setter
+    def busy_timeout(self, value: float) -> None:
+        self.script_settings.busy_timeout = value
+
+    @property
+    def kill_busy_after(self) -> float | None:
+        return self.script_settings.kill_busy_after
+
+    @kill_busy_after.setter
+    def kill_busy_after(self, value: float | None) -> None:
+        self.script_settings.kill_busy_after = value
 
     @property
     def pool(self) -> ConnectionPool:
@@ -233,7 +208,7 @@ class Client:
         Commands that would change the pooled connection's state (``MULTI``, ``SUBSCRIBE``,
         ``SELECT``, ... the list is in README) raise :class:`~fastlock.ArgumentError`, unsent.
         """
-        _refuse_connection_state(args)
+        refuse_connection_state(args)
         return self._run(self._core.Connection.execute, args)
 
     def execute_blocking(self, *args: Any, timeout: float) -> Any:
@@ -242,7 +217,7 @@ class Client:
         arguments. The socket read of this one call waits ``timeout`` plus the client's
         ``socket_timeout``, and at least :data:`BLOCKING_MARGIN` more, whatever the
         ``socket_timeout`` is (``None`` included)."""
-        _refuse_connection_state(args)
+        refuse_connection_state(args)
         normal = self.params.socket_timeout
         return self._run(_execute_blocking, args, timeout + max(normal or 0.0, BLOCKING_MARGIN), normal)
 
@@ -258,7 +233,7 @@ class Client:
         """Send ``commands`` (each refused like in :meth:`execute`) in one write and return
         their replies in order, error replies in place as ``ResponseError`` instances."""
         for args in commands:
-            _refuse_connection_state(args)
+            refuse_connection_state(args)
         return list(self._run(self._core.Connection.pipeline, list(commands))) if commands else []
 
     def run(self, operation: Operation[T]) -> T:
@@ -283,8 +258,11 @@ class Client:
             script = self._loaded[name]
         except KeyError:
             script = self.scripts.get(name)
+        settings = self.script_settings
         if script.meta:
-            args = [*args, *(_META_VALUES[field](self, script) for field in script.meta)]
+            if settings.server_version is None and "server_version" in script.meta:
+                self.run(read_server_version(settings))
+            args = [*args, *meta_values(script, settings)]
         pool = self._pool
         start = monotonic()
         conn = pool.get(start)
@@ -294,13 +272,7 @@ class Client:
             result = self._script_failed(conn, exc, script, keys, args, start, busy_timeout)
         else:
             pool.put(conn)
-        elapsed = monotonic() - start
-        durations = script.stats.durations
-        durations.append(elapsed)
-        if len(durations) >= ScriptStats.FOLD_AT:
-            script.stats.fold()
-        if self.debug:
-            _log.debug("script %s took %.3f ms", name, elapsed * 1e3)
+        record_call(script, settings, monotonic() - start)
         return result
 
     def script(self, name: str) -> BoundScript:
@@ -322,11 +294,7 @@ class Client:
     def server_version(self) -> str:
         """The server's ``redis_version`` (Valkey: its Redis compatibility version), read
         once and again after a ``NOSCRIPT`` (the server may have changed)."""
-        version = self._server_version
-        if version is None:
-            info = self.execute("INFO", "server").decode()
-            version = self._server_version = info.partition("redis_version:")[2].split()[0]
-        return version
+        return self.script_settings.server_version or self.run(read_server_version(self.script_settings))
 
     def _script_failed(
         self,
@@ -338,76 +306,17 @@ class Client:
         start: float,
         busy_timeout: float | None,
     ) -> Any:
-        """Slow path of :meth:`call`: the connection policy of :meth:`_run`, then recovery
-        from NOSCRIPT/BUSY, or the rewritten error."""
+        """Slow path of :meth:`call`: the connection policy of :meth:`_run`, then the recovery
+        operation (NOSCRIPT, BUSY, the rewritten error)."""
+        settings = self.script_settings
         try:
             try:
                 return self._after_failure(conn, exc, self._evalsha, (script.sha, keys, args))
             except ResponseError as reply:
-                return self._recover(script, keys, args, reply, start, busy_timeout)
+                return self.run(recover(script, keys, args, reply, start, settings, busy_timeout))
         except BaseException as failure:
-            elapsed = monotonic() - start
-            script.stats.record_error(elapsed)
-            if self.debug:
-                _log.debug("script %s failed after %.3f ms: %r", script.name, elapsed * 1e3, failure)
+            record_failure(script, settings, monotonic() - start, failure)
             raise
-
-    def _recover(
-        self,
-        script: Script,
-        keys: Sequence[Any],
-        args: Sequence[Any],
-        exc: ResponseError,
-        start: float,
-        busy_timeout: float | None,
-    ) -> Any:
-        reloads = 0
-        delay = _BUSY_FIRST_DELAY
-        kill_after = self.kill_busy_after
-        while True:
-            if isinstance(exc, NoScriptError) and reloads < MAX_RELOADS:
-                reloads += 1
-                script.stats.record_reload()
-                self._server_version = None
-                load = ("SCRIPT", "LOAD", script.body)
-                loaded, reply = self._run(
-                    self._core.Connection.pipeline, [load, ("EVALSHA", script.sha, len(keys), *keys, *args)]
-                )
-                if isinstance(loaded, ResponseError) and not isinstance(loaded, BusyError):
-                    raise lua_error(loaded, script) from None  # e.g. it does not compile
-                if not isinstance(reply, ResponseError):
-                    return reply
-                exc = reply
-                continue
-            if not isinstance(exc, BusyError):
-                raise lua_error(exc, script) from None
-            waited = monotonic() - start
-            timeout = self.busy_timeout if busy_timeout is None else busy_timeout
-            if waited >= timeout:
-                raise ScriptBusyError(exc.text, script=script.name, waited=waited) from None
-            if kill_after is not None and waited >= kill_after:
-                kill_after = None
-                if self._kill_busy_script(exc):
-                    delay = 0.0
-            time.sleep(min(random.uniform(delay / 2, delay), timeout - waited))
-            delay = min(max(delay * 2, _BUSY_FIRST_DELAY), _BUSY_MAX_DELAY)
-            try:
-                return self._run(self._evalsha, script.sha, keys, args)
-            except ResponseError as retry_exc:
-                exc = retry_exc
-
-    def _kill_busy_script(self, busy: BusyError) -> bool:
-        """Send the kill the BUSY reply names; True when the server is no longer busy."""
-        command = ("FUNCTION", "KILL") if "FUNCTION KILL" in busy.text else ("SCRIPT", "KILL")
-        try:
-            self.execute(*command)
-        except NotBusyError:
-            return True
-        except UnkillableError:
-            _log.warning("%s refused: the busy script has written; waiting for it", " ".join(command))
-            return False
-        _log.warning("sent %s to end another client's long-running script", " ".join(command))
-        return True
 
     def queue(self, name: str, **options: Any) -> Queue:
         """A job queue on this client: ``options`` go to :class:`~fastlock.queues.queue.Queue`
@@ -439,28 +348,6 @@ class Client:
         return f"<fastlock.Client {self.params.address} impl={self.impl}>"
 
 
-def _command_word(value: Any) -> str:
-    if isinstance(value, (bytes, bytearray)):
-        return value.decode("latin-1").upper()
-    return value.upper() if isinstance(value, str) else ""
-
-
-def _refuse_connection_state(args: tuple[Any, ...]) -> None:
-    """Raise ``ArgumentError`` for a command in :data:`_REFUSED` (name and, for ``CLIENT``,
-    subcommand compared case-insensitively)."""
-    if not args:
-        return
-    word = _command_word(args[0])
-    if word == "CLIENT" and len(args) > 1:
-        word = f"CLIENT {_command_word(args[1])}"
-    instead = _REFUSED.get(word)
-    if instead is not None:
-        raise ArgumentError(
-            f"{word} changes the state of the pooled connection it runs on, so later commands "
-            f"on that connection would get wrong replies; fastlock refuses it: {instead}"
-        )
-
-
 def _execute_blocking(conn: Any, args: tuple[Any, ...], read_timeout: float, normal: float | None) -> Any:
     set_io_timeout(conn.sock, read_timeout)
     try:
@@ -470,70 +357,5 @@ def _execute_blocking(conn: Any, args: tuple[Any, ...], read_timeout: float, nor
             set_io_timeout(conn.sock, normal)
 
 
-class Pipeline:
-    """Commands queued with :meth:`execute_command` and sent in one write by :meth:`execute`."""
-
-    def __init__(self, client: Client) -> None:
-        self._client = client
-        self._commands: list[tuple[Any, ...]] = []
-
-    def execute_command(self, *args: Any) -> Pipeline:
-        """Queue one command (refused like in :meth:`Client.execute`); returns the pipeline
-        so calls can be chained."""
-        if not args:
-            raise ValueError("a command needs at least its name")
-        _refuse_connection_state(args)
-        self._commands.append(args)
-        return self
-
-    def __len__(self) -> int:
-        return len(self._commands)
-
-    def execute(self, raise_on_error: bool = True) -> list[Any]:
-        """Send the queued commands and return their replies in order.
-
-        With ``raise_on_error`` the first error reply is raised once all replies are read;
-        otherwise errors are returned in place as ``ResponseError`` instances.
-        """
-        commands, self._commands = self._commands, []
-        if not commands:
-            return []
-        client = self._client
-        replies: list[Any] = client._run(client._core.Connection.pipeline, commands)
-        if raise_on_error:
-            for reply in replies:
-                if isinstance(reply, ResponseError):
-                    raise reply
-        return replies
-
-    def __enter__(self) -> Pipeline:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._commands = []
-
-
-class BoundScript:
-    """A script bound to a client: ``bound(keys, args)`` is ``client.call(bound.name, keys, args)``."""
-
-    __slots__ = ("client", "script")
-
-    def __init__(self, client: Client, script: Script) -> None:
-        self.client = client
-        self.script = script
-
-    @property
-    def name(self) -> str:
-        return self.script.name
-
-    @property
-    def sha(self) -> str:
-        return self.script.sha
-
-    def __call__(
-        self, keys: Sequence[Any] = (), args: Sequence[Any] = (), *, busy_timeout: float | None = None
-    ) -> Any:
-        return self.client.call(self.script.name, keys, args, busy_timeout=busy_timeout)
-
-    def __repr__(self) -> str:
-        return f"<fastlock.BoundScript {self.script.name} sha={self.script.sha[:12]}>"
+if TYPE_CHECKING:
+    _RUNNER: type[Runner] = Client  # mypy checks that a Client is a Runner

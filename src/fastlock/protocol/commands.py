@@ -1,0 +1,64 @@
+"""Commands a pooled connection must not run: they change the state of the connection they
+run on (its transaction, protocol, database, user, reply mode or subscriptions), so later
+commands on it would get wrong replies. Every transport refuses them before sending."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..exceptions import ArgumentError
+
+__all__ = ["REFUSED", "refuse_connection_state"]
+
+_SCRIPT_INSTEAD = "for atomic work use a Lua script (Client.register_script)"
+_PUBSUB_INSTEAD = "use redis-py's PubSub, on its own connection"
+_OWN_CONNECTION = "use a dedicated redis-py connection"
+REFUSED: dict[str, str] = {
+    **dict.fromkeys(("MULTI", "EXEC", "DISCARD", "WATCH", "UNWATCH"), _SCRIPT_INSTEAD),
+    **dict.fromkeys(
+        ("SUBSCRIBE", "PSUBSCRIBE", "SSUBSCRIBE", "UNSUBSCRIBE", "PUNSUBSCRIBE", "SUNSUBSCRIBE"),
+        _PUBSUB_INSTEAD,
+    ),
+    **dict.fromkeys(
+        (
+            "MONITOR",
+            "SYNC",
+            "PSYNC",
+            "READONLY",
+            "READWRITE",
+            "CLIENT REPLY",
+            "CLIENT TRACKING",
+            "CLIENT CACHING",
+        ),
+        _OWN_CONNECTION,
+    ),
+    "SELECT": "pass db= to Client (or /<db> in the URL)",
+    "AUTH": "pass username= and password= to Client (or put them in the URL)",
+    "CLIENT SETNAME": "pass client_name= to Client",
+    "HELLO": "fastlock speaks RESP2 only",
+    "RESET": "build a new Client",
+    "QUIT": "call Client.close()",
+}
+"""The refused commands (``CLIENT`` ones with their subcommand); the value says what to use instead."""
+
+
+def _command_word(value: Any) -> str:
+    if isinstance(value, (bytes, bytearray)):
+        return value.decode("latin-1").upper()
+    return value.upper() if isinstance(value, str) else ""
+
+
+def refuse_connection_state(args: tuple[Any, ...]) -> None:
+    """Raise :class:`~fastlock.ArgumentError` for a command in :data:`REFUSED` (name and, for
+    ``CLIENT``, subcommand compared case-insensitively)."""
+    if not args:
+        return
+    word = _command_word(args[0])
+    if word == "CLIENT" and len(args) > 1:
+        word = f"CLIENT {_command_word(args[1])}"
+    instead = REFUSED.get(word)
+    if instead is not None:
+        raise ArgumentError(
+            f"{word} changes the state of the pooled connection it runs on, so later commands "
+            f"on that connection would get wrong replies; fastlock refuses it: {instead}"
+        )
