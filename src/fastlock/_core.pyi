@@ -5,6 +5,16 @@ import socket
 from collections.abc import Iterable, Sequence
 from typing import Any, final
 
+__all__ = [
+    "DEBUG",
+    "NOT_ENOUGH",
+    "Connection",
+    "ReplyReader",
+    "encode_command",
+    "encode_evalsha",
+    "encode_pipeline",
+]
+
 DEBUG: bool  # True in a FASTLOCK_DEBUG=1 build, whose invariant checks raise AssertionError
 
 def encode_command(*args: Any) -> bytes: ...

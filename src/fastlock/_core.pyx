@@ -30,6 +30,10 @@ from .protocol import arguments
 from .protocol.arguments import argument_type_error, argument_value_error, reply_too_long, too_long
 from .protocol.replies import response_error
 
+__all__ = [
+    "DEBUG", "NOT_ENOUGH", "Connection", "ReplyReader", "encode_command", "encode_evalsha", "encode_pipeline"
+]
+
 cdef extern from *:
     """
     #ifndef FASTLOCK_DEBUG

@@ -26,25 +26,38 @@ class Connection:
     Plain sockets are blocking with SO_SNDTIMEO/SO_RCVTIMEO timeouts (so one ``send``
     and one ``recv`` syscall per command); TLS sockets use their own timeout. Bytes left
     in the reader after a command's reply(ies) close the connection: ``ProtocolError``.
-    ``round_trips`` counts the writes sent (a pipeline is one).
+    ``round_trips`` counts the writes sent (a pipeline is one); it, ``sock`` and ``broken``
+    are read-only, as in the Cython core.
     """
 
     def __init__(self, sock: socket.socket) -> None:
-        self.sock = sock
-        self.broken = False
+        self._sock = sock
+        self._broken = False
         self.last_used = 0.0  # time.monotonic() of the last reply read
         self.generation = 0
-        self.round_trips = 0
+        self._round_trips = 0
         self._reader = ReplyReader()
         self._in = bytearray(_READ_SIZE)
 
+    @property
+    def sock(self) -> socket.socket:
+        return self._sock
+
+    @property
+    def broken(self) -> bool:
+        return self._broken
+
+    @property
+    def round_trips(self) -> int:
+        return self._round_trips
+
     def close(self) -> None:
         """Close the socket; the connection cannot be used again."""
-        self.broken = True
-        self.sock.close()
+        self._broken = True
+        self._sock.close()
 
     def _usable(self) -> None:
-        if self.broken:
+        if self._broken:
             raise ConnectionError("connection is closed", sent=False)
 
     def _lost(self, exc: OSError, what: str, sent: bool) -> ConnectionError:
@@ -53,12 +66,12 @@ class Connection:
         return cls(f"{what}: {exc}", sent=sent)
 
     def _flush(self, payload: bytes) -> None:
-        self.round_trips += 1
+        self._round_trips += 1
         view = memoryview(payload)
         total = 0
         try:
             while total < len(view):
-                total += self.sock.send(view[total:])
+                total += self._sock.send(view[total:])
         except OSError as exc:
             raise self._lost(exc, "send failed", total > 0) from None
 
@@ -68,7 +81,7 @@ class Connection:
             reply = reader.gets()
             while reply is NOT_ENOUGH:
                 try:
-                    n = self.sock.recv_into(self._in)
+                    n = self._sock.recv_into(self._in)
                 except OSError as exc:
                     raise self._lost(exc, "receive failed", True) from None
                 if n == 0:
