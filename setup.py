@@ -1,4 +1,6 @@
-"""Build the Cython core. ``FASTLOCK_NO_EXTENSIONS=1`` installs the pure-Python core only;
+"""Build the Cython core: one extension, ``fastlock._core``, from ``src/fastlock/_core.pyx``,
+which includes ``protocol/resp.pxi`` and ``sync/conn.pxi`` (shipped in the sdist and the
+wheel beside it). ``FASTLOCK_NO_EXTENSIONS=1`` installs the pure-Python core only;
 ``FASTLOCK_DEBUG=1`` builds with invariant checks (``fastlock._core.DEBUG``: write-buffer
 bounds, nothing unsent or unread between commands; a broken one raises AssertionError), line
 tracing and an annotated HTML file.
@@ -42,6 +44,11 @@ setup(
     ext_modules=ext_modules,
     packages=[*find_packages("src"), *lua_packages],
     package_dir={"": "src", **lua_packages},
-    package_data={"fastlock": ["py.typed", "*.pyi", "*.pyx"], **{name: ["*.lua"] for name in lua_packages}},
+    package_data={
+        "fastlock": ["py.typed", "*.pyi", "*.pyx"],
+        "fastlock.protocol": ["*.pxi"],
+        "fastlock.sync": ["*.pxi"],
+        **{name: ["*.lua"] for name in lua_packages},
+    },
     include_package_data=False,
 )

@@ -1,10 +1,21 @@
-"""Type stubs for the Cython core (``_core.pyx``); ``_core_py.py`` has the same API."""
+"""Type stubs for the Cython core (``_core.pyx``); ``_core_py.py`` has the same API (checked
+by ``tests/protocol/test_stubs.py``), and both satisfy :class:`fastlock.protocol.core.Core`."""
 
 import socket
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, final
 
-DEBUG: bool  # this core only: True in a FASTLOCK_DEBUG=1 build, whose invariant checks raise AssertionError
+__all__ = [
+    "DEBUG",
+    "NOT_ENOUGH",
+    "Connection",
+    "ReplyReader",
+    "encode_command",
+    "encode_evalsha",
+    "encode_pipeline",
+]
+
+DEBUG: bool  # True in a FASTLOCK_DEBUG=1 build, whose invariant checks raise AssertionError
 
 def encode_command(*args: Any) -> bytes: ...
 def encode_evalsha(sha: str | bytes, keys: Iterable[Any], args: Iterable[Any]) -> bytes: ...
@@ -12,18 +23,23 @@ def encode_pipeline(commands: Iterable[tuple[Any, ...]]) -> bytes: ...
 
 NOT_ENOUGH: Any
 
+@final
 class ReplyReader:
     def __init__(self, max_length: int = ..., max_elements: int = ...) -> None: ...
     def feed(self, data: Any, offset: int = 0, length: int = -1) -> None: ...
     def has_data(self) -> bool: ...
     def gets(self) -> Any: ...
 
+@final
 class Connection:
-    sock: socket.socket
-    broken: bool
+    @property
+    def sock(self) -> socket.socket: ...
+    @property
+    def broken(self) -> bool: ...
     last_used: float
     generation: int
-    round_trips: int
+    @property
+    def round_trips(self) -> int: ...
     def __init__(self, sock: socket.socket) -> None: ...
     def close(self) -> None: ...
     def execute(self, args: tuple[Any, ...]) -> Any: ...

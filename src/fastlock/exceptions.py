@@ -1,7 +1,8 @@
 """The fastlock exception tree: one root, builtin mix-ins, server error codes as classes.
 
 Server error replies are classified by their *code word* (the first token of the
-error text, e.g. ``NOSCRIPT``), through a registry that refuses duplicate codes. An
+error text, e.g. ``NOSCRIPT``), through a registry that refuses duplicate codes
+(:data:`CODES`; :mod:`fastlock.protocol.replies` reads the replies). An
 error raised while a Lua script ran carries the Redis 7 suffix
 `` script: <sha>, on @user_script:<line>.`` (or the Redis 6 ``Error running script``
 wording) and becomes a :class:`LuaError` whatever its first word is, so a script that
@@ -20,9 +21,9 @@ The script layer adds the script name, the original file and line and context to
 from __future__ import annotations
 
 import builtins
-import re
-from collections.abc import Callable
-from typing import Any, ClassVar, NamedTuple, TypeVar
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any, ClassVar, TypeVar
 
 __all__ = [
     "ArgumentError",
@@ -66,7 +67,6 @@ __all__ = [
     "TryAgainError",
     "UnkillableError",
     "WrongTypeError",
-    "response_error",
 ]
 
 
@@ -147,7 +147,7 @@ class ResponseError(FastlockError):
             self.code, self.message = "", text
 
     def __reduce__(self) -> tuple[object, ...]:
-        return (response_error, (self.text,))
+        return (type(self), (self.text,))
 
 
 class ScriptError(ResponseError):
@@ -156,6 +156,9 @@ class ScriptError(ResponseError):
 
 
 _REGISTRY: dict[str, type[ResponseError]] = {}
+CODES: Mapping[str, type[ResponseError]] = MappingProxyType(_REGISTRY)
+"""The class of each server error code word (filled by the classes below);
+:func:`fastlock.protocol.replies.response_error` reads it."""
 
 
 _R = TypeVar("_R", bound="type[ResponseError]")
@@ -403,121 +406,6 @@ class LuaReadOnlyError(LuaCommandError, ReadOnlyError):
 class LuaOutOfMemoryError(LuaCommandError, OutOfMemoryError):
     """A write the script made was refused at maxmemory: an :class:`OutOfMemoryError`
     with the script's position (the writes before it stay done)."""
-
-
-# --- reading error replies ------------------------------------------------------------
-#
-# Formats of script errors (exact texts: notes/redis-facts.md §6):
-# - Redis 7.x / Valkey: "<CODE> <message> script: <sha>, on @user_script:<N>." (Valkey
-#   leaves out <sha>; functions say @user_function). A Lua error reads
-#   "ERR user_script:<N>: x ..."; a refused command keeps the server's code
-#   ("WRONGTYPE ...", "READONLY ...") and has no position in the message.
-# - Redis 6.x: "ERR Error running script (call to f_<sha>): @user_script:<N>: <inner>",
-#   <inner> being "user_script:<N>: x" for a Lua error, "@user_script: <N>: x" for an
-#   error pushed by redis.call (a server reply such as "-READONLY ..." included), or the
-#   server's own error text (its code is recovered from there: Redis 6 replies ERR).
-# - Compile errors (all versions): "ERR Error compiling script (new function):
-#   user_script:<N>: ..." ("Error compiling function:" for FUNCTION LOAD).
-
-COMMAND_ERROR_CODES = frozenset(
-    {
-        "ERR",
-        "WRONGTYPE",
-        "OOM",
-        "NOPERM",
-        "READONLY",
-        "LOADING",
-        "MISCONF",
-        "NOREPLICAS",
-        "MASTERDOWN",
-        "BUSYKEY",
-        "BUSYGROUP",
-        "NOGROUP",
-        "CROSSSLOT",
-        "TRYAGAIN",
-        "CLUSTERDOWN",
-    }
-)
-"""Codes the server gives a command refused inside a script. ``NOSCRIPT``, ``BUSY`` and
-the other codes a script cannot meet from ``redis.call`` count as raised by the script."""
-
-_SUFFIX = re.compile(r" script: (?:[^,\s]+, )?on @user_(?:script|function):(?P<line>\d+)\.$")
-_V6 = re.compile(
-    r"^ERR Error running script \(call to [^)]*\): (?:@(?P<chunk>\w+):(?P<line>\d+): )?(?P<rest>.*)$", re.S
-)
-_COMPILE = re.compile(
-    r"^ERR Error compiling (?:script \([^)]*\)|function): @?user_(?:script|function):(?P<line>\d+): "
-    r"(?P<message>.*)$",
-    re.S,
-)
-_LUA_POSITION = re.compile(r"^user_(?:script|function):(?P<line>\d+): (?P<message>.*)$", re.S)
-_V6_PUSHED = re.compile(r"^@user_(?:script|function): (?P<line>\d+): -?(?P<message>.*)$", re.S)
-_CODE = re.compile(r"^(?P<code>[A-Z][A-Z0-9_]*) (?P<message>.*)$", re.S)
-# Codes whose class is given only to the server's own wording (Redis and Valkey texts).
-_SERVER_WORDING = {
-    "NOSCRIPT": re.compile(r"NOSCRIPT No matching script\.(?: Please use EVAL\.)?$"),
-    "BUSY": re.compile(r"BUSY \w+ is busy running "),
-}
-
-
-class Failure(NamedTuple):
-    """How a script failed: the exception class, code, message and rendered line."""
-
-    error: type[LuaError]
-    code: str
-    message: str
-    line: int | None
-
-
-def _split_code(text: str) -> tuple[str, str]:
-    match = _CODE.match(text)
-    return (match["code"], match["message"]) if match else ("", text)
-
-
-def _classified(code: str, message: str, line: int | None) -> Failure:
-    """An error without a Lua position: a refused command if its code says so."""
-    if code not in COMMAND_ERROR_CODES:
-        return Failure(LuaRaisedError, code, message, line)
-    return Failure(_REGISTRY.get(code, ResponseError).in_script or LuaCommandError, code, message, line)
-
-
-def parse(text: str) -> Failure | None:
-    """How a script failed, from the server's reply; ``None`` when the reply carries no
-    script position (the server refused the call itself, or the script *returned* it)."""
-    text = text.rstrip()  # Redis 6 ends its script errors with a space
-    if match := _COMPILE.match(text):
-        return Failure(LuaCompileError, "ERR", match["message"], int(match["line"]))
-    if match := _V6.match(text):
-        outer = int(match["line"]) if match["chunk"] in ("user_script", "user_function") else None
-        rest = match["rest"]
-        if inner := _LUA_POSITION.match(rest):
-            return Failure(LuaRaisedError, "ERR", inner["message"], int(inner["line"]))
-        if inner := _V6_PUSHED.match(rest):  # always a refusal: ERR unless its text has a code
-            code, message = _split_code(inner["message"])
-            if code not in COMMAND_ERROR_CODES:
-                code, message = "ERR", inner["message"]
-            return _classified(code, message, int(inner["line"]))
-        return _classified(*_split_code(rest), outer)
-    if match := _SUFFIX.search(text):
-        code, message = _split_code(text[: match.start()])
-        if inner := _LUA_POSITION.match(message):
-            return Failure(LuaRaisedError, code, inner["message"], int(inner["line"]))
-        return _classified(code, message, int(match["line"]))
-    return None
-
-
-def response_error(text: str | bytes) -> ResponseError:
-    """Build the typed exception for one server error reply (returned, not raised)."""
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", "replace")
-    failure = parse(text)
-    if failure is not None:
-        return failure.error(text, code=failure.code, message=failure.message, rendered_line=failure.line)
-    code = text.partition(" ")[0]
-    wording = _SERVER_WORDING.get(code)
-    if wording is not None and not wording.match(text):
-        return ResponseError(text)
-    return _REGISTRY.get(code, ResponseError)(text)
 
 
 class ScriptNotFoundError(FastlockError, LookupError):

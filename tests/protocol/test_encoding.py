@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 import fastlock
 from fastlock import _core_py
 from fastlock.protocol.arguments import BAD_MAP_KEY, MAX_BULK_LENGTH, MAX_REPLY_ELEMENTS
+from fastlock.protocol.replies import response_error
 from fastlock.sync.connect import set_io_timeout
 
 CORES = core_params(CYTHON_CORE, _core_py)
@@ -375,7 +376,7 @@ def test_connection_drops_a_refused_reply(core: Any, reply: bytes, message: str)
     ],
 )
 def test_error_classification_is_by_server_code_word(text: str, cls: type, code: str) -> None:
-    err = fastlock.exceptions.response_error(text)
+    err = response_error(text)
     assert type(err) is cls and err.code == code and str(err) == text
     if isinstance(err, fastlock.MovedError):
         assert (err.slot, err.host, err.port) == (3999, "127.0.0.1", 6381)

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 import fastlock
-from fastlock.exceptions import Failure, parse, response_error
+from fastlock.protocol.replies import Failure, parse, response_error
 from fastlock.scripts.errors import context_block, lua_error
 from fastlock.scripts.registry import Script, ScriptRegistry
 from fastlock.scripts.templates import SourceFile

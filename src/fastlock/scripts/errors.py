@@ -1,6 +1,6 @@
 """Turn error replies of script calls into :class:`~fastlock.LuaError` reports.
 
-The reply is classified where it is read (:func:`fastlock.exceptions.parse`: the formats
+The reply is classified where it is read (:func:`fastlock.protocol.replies.parse`: the formats
 of Redis 6, Redis 7 and Valkey); here its rendered line is mapped through the script's
 source map to the template file and line, also inside the message
 (``user_script:3`` becomes ``shared/_x.lua:1``), with the lines around it.
@@ -21,14 +21,13 @@ import re
 from typing import TYPE_CHECKING
 
 from ..exceptions import LuaCompileError, LuaError, LuaRaisedError, ResponseError
+from ..protocol.replies import ANY_POSITION
 
 if TYPE_CHECKING:
     from .registry import Script
     from .templates import SourceFile
 
 __all__ = ["context_block", "lua_error"]
-
-_ANY_POSITION = re.compile(r"@?user_(?:script|function):(?P<line>\d+)")
 
 
 def context_block(file: SourceFile, line: int, around: int = 2) -> str:
@@ -71,6 +70,6 @@ def lua_error(exc: ResponseError, script: Script) -> ResponseError:
         line=line,
         rendered_line=rendered_line,
         code=exc.code,
-        message=_ANY_POSITION.sub(relabel, exc.message),
+        message=ANY_POSITION.sub(relabel, exc.message),
         context=context_block(file, line) if file and line else "",
     )

@@ -11,11 +11,11 @@ import socket
 import ssl
 import struct
 from dataclasses import dataclass, field, replace
-from types import ModuleType
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from ..exceptions import ConnectionError, ResponseError, TimeoutError
+from ..protocol.core import Core, CoreConnection
 
 __all__ = ["ConnectionParams", "open_connection", "parse_url", "tls_context"]
 
@@ -173,7 +173,7 @@ def _open_socket(params: ConnectionParams) -> socket.socket:
     return sock
 
 
-def open_connection(params: ConnectionParams, core: ModuleType) -> Any:
+def open_connection(params: ConnectionParams, core: Core) -> CoreConnection:
     """Connect, authenticate and select the database; return a core ``Connection``."""
     try:
         sock = _open_socket(params)

@@ -23,9 +23,9 @@ import weakref
 from collections import deque
 from collections.abc import Callable
 from time import monotonic
-from typing import Any
 
 from ..exceptions import PoolTimeoutError
+from ..protocol.core import CoreConnection
 
 __all__ = ["ConnectionPool"]
 
@@ -52,7 +52,7 @@ class ConnectionPool:
 
     def __init__(
         self,
-        connect: Callable[[], Any],
+        connect: Callable[[], CoreConnection],
         *,
         max_size: int = 50,
         timeout: float | None = 5.0,
@@ -70,10 +70,10 @@ class ConnectionPool:
         _POOLS.add(self)
 
     def _reset(self) -> None:
-        self._idle: deque[Any] = deque()
+        self._idle: deque[CoreConnection] = deque()
         # The slots taken: weak references (without callbacks, which an interrupt could
         # stop) to the open connections and to the _Opening tokens of those being opened.
-        self._taken: set[weakref.ref[Any]] = set()
+        self._taken: set[weakref.ref[CoreConnection | _Opening]] = set()
         self._waiters = 0
         self._generation = getattr(self, "_generation", 0) + 1
         # C-level primitives only, entered so that an interrupt (a signal handler raising)
@@ -104,7 +104,7 @@ class ConnectionPool:
         """Connections waiting in the pool."""
         return len(self._idle)
 
-    def get(self, now: float | None = None) -> Any:
+    def get(self, now: float | None = None) -> CoreConnection:
         """Check out a connection, opening one if the pool is below ``max_size``.
 
         ``now`` is the caller's ``time.monotonic()`` reading, when it has one at hand.
@@ -120,7 +120,7 @@ class ConnectionPool:
             return self.get()
         return conn
 
-    def _get_slow(self) -> Any:
+    def _get_slow(self) -> CoreConnection:
         if self._closed:
             raise RuntimeError("the connection pool is closed")
         deadline = None if self.timeout is None else monotonic() + self.timeout
@@ -165,7 +165,7 @@ class ConnectionPool:
         with contextlib.suppress(queue.Empty):
             self._wakeups.get(timeout=min(remaining, _WAIT_SLICE))
 
-    def put(self, conn: Any) -> None:
+    def put(self, conn: CoreConnection) -> None:
         """Return a connection; a broken one, or one from before a fork, is closed."""
         if conn.broken or self._closed or conn.generation != self._generation:
             if not conn.broken:
@@ -176,7 +176,7 @@ class ConnectionPool:
         if self._waiters:
             self._wakeups.put(None)
 
-    def _release(self, owner: Any) -> None:
+    def _release(self, owner: CoreConnection | _Opening) -> None:
         """Free the slot of a closed connection (or of a failed opening)."""
         self._retired_round_trips += owner.round_trips
         with self._lock:
@@ -196,7 +196,7 @@ class ConnectionPool:
             self._release(conn)
 
 
-def _alive(conn: Any) -> bool:
+def _alive(conn: CoreConnection) -> bool:
     """True when nothing is waiting on the socket: no EOF, no stray bytes."""
     try:
         poller = select.poll()

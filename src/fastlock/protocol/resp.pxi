@@ -1,0 +1,494 @@
+# The RESP protocol, sans I/O (included by ``_core.pyx``): a writer into one growable C
+# buffer (``Buf`` and the ``put_*`` functions, the ``encode_*`` entry points) and the
+# incremental ``ReplyReader``. Nothing here touches a socket, a clock or a thread.
+
+cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object, Py_ssize_t*) except NULL
+    long long PyLong_AsLongLongAndOverflow(object, int*) except? -1
+    char* PyOS_double_to_string(double, char, int, int, int*) except NULL
+    int Py_DTSF_ADD_DOT_0
+
+
+cdef object _NOT_ENOUGH = object()
+NOT_ENOUGH = _NOT_ENOUGH  # what ReplyReader.gets returns while a reply is incomplete
+
+
+# --- the write buffer -----------------------------------------------------------------
+
+cdef struct Buf:
+    char* data
+    Py_ssize_t len
+    Py_ssize_t cap
+
+
+cdef int check_buf(Buf* b, Py_ssize_t free) except -1:
+    """The buffer is allocated, its length within its capacity, with ``free`` bytes left."""
+    return invariant(b.data != NULL and 0 <= b.len and b.len + free <= b.cap, "write buffer bounds")
+
+
+cdef int buf_init(Buf* b, Py_ssize_t cap) except -1:
+    b.data = <char*>PyMem_Malloc(cap)
+    if b.data == NULL:
+        raise MemoryError()
+    b.len = 0
+    b.cap = cap
+    return 0
+
+
+cdef int buf_grow(Buf* b, Py_ssize_t extra) except -1:
+    cdef Py_ssize_t cap = b.cap * 2
+    cdef char* data
+    while cap < b.len + extra:
+        cap *= 2
+    data = <char*>PyMem_Realloc(b.data, cap)
+    if data == NULL:
+        raise MemoryError()
+    b.data = data
+    b.cap = cap
+    return 0
+
+
+cdef inline int buf_reserve(Buf* b, Py_ssize_t extra) except -1:
+    if b.len + extra > b.cap:
+        buf_grow(b, extra)
+    if FASTLOCK_DEBUG:
+        check_buf(b, extra)
+    return 0
+
+
+cdef inline void put_decimal(Buf* b, long long value):
+    """Write a decimal integer; the caller has reserved 21 bytes."""
+    cdef char tmp[24]
+    cdef int i = 24
+    cdef unsigned long long u = <unsigned long long>(-value) if value < 0 else <unsigned long long>value
+    while True:
+        i -= 1
+        tmp[i] = <char>(48 + u % 10)
+        u //= 10
+        if u == 0:
+            break
+    if value < 0:
+        i -= 1
+        tmp[i] = b'-'
+    memcpy(b.data + b.len, tmp + i, 24 - i)
+    b.len += 24 - i
+
+
+cdef inline int put_header(Buf* b, char kind, Py_ssize_t n) except -1:
+    """Write ``*n\\r\\n`` or ``$n\\r\\n``."""
+    buf_reserve(b, 24)
+    b.data[b.len] = kind
+    b.len += 1
+    put_decimal(b, n)
+    b.data[b.len] = 13
+    b.data[b.len + 1] = 10
+    b.len += 2
+    if FASTLOCK_DEBUG:
+        check_buf(b, 0)
+    return 0
+
+
+cdef inline int put_bulk(Buf* b, const char* data, Py_ssize_t n) except -1:
+    put_header(b, b'$', n)
+    buf_reserve(b, n + 2)
+    memcpy(b.data + b.len, data, n)
+    b.data[b.len + n] = 13
+    b.data[b.len + n + 1] = 10
+    b.len += n + 2
+    if FASTLOCK_DEBUG:
+        check_buf(b, 0)
+    return 0
+
+
+cdef int put_sized(
+    Buf* b, const char* data, Py_ssize_t n, int kind, Py_ssize_t index, Py_ssize_t command
+) except -1:
+    if n > MAX_BULK_LENGTH:
+        raise argument_value_error(kind, index, command, too_long(n))
+    return put_bulk(b, data, n)
+
+
+cdef int put_integer(Buf* b, long long value) except -1:
+    """Write a 64-bit integer as a decimal bulk string."""
+    cdef char digits[24]
+    cdef Buf tmp
+    tmp.data = digits
+    tmp.len = 0
+    tmp.cap = 24
+    put_decimal(&tmp, value)
+    return put_bulk(b, digits, tmp.len)
+
+
+cdef int put_long(Buf* b, object value) except -1:
+    cdef int overflow = 0
+    cdef long long v = PyLong_AsLongLongAndOverflow(value, &overflow)
+    cdef bytes text
+    if overflow:
+        text = (b"%d" % value)
+        return put_bulk(b, PyBytes_AS_STRING(text), PyBytes_GET_SIZE(text))
+    return put_integer(b, v)
+
+
+cdef int put_float(Buf* b, double value, int kind, Py_ssize_t index, Py_ssize_t command) except -1:
+    if not isfinite(value):
+        raise argument_value_error(kind, index, command, NOT_FINITE)
+    cdef char* text = PyOS_double_to_string(value, b'r', 0, Py_DTSF_ADD_DOT_0, NULL)
+    try:
+        put_bulk(b, text, <Py_ssize_t>strlen(text))
+    finally:
+        PyMem_Free(text)
+    return 0
+
+
+cdef int put_buffer(Buf* b, object value, int kind, Py_ssize_t index, Py_ssize_t command) except -1:
+    cdef Py_buffer view
+    try:
+        PyObject_GetBuffer(value, &view, PyBUF_SIMPLE)
+    except BufferError:
+        raise argument_value_error(kind, index, command, NOT_CONTIGUOUS) from None
+    try:
+        put_sized(b, <const char*>view.buf, view.len, kind, index, command)
+    finally:
+        PyBuffer_Release(&view)
+    return 0
+
+
+cdef int put_str(Buf* b, object value, int kind, Py_ssize_t index, Py_ssize_t command) except -1:
+    cdef Py_ssize_t n
+    cdef const char* data
+    try:
+        data = PyUnicode_AsUTF8AndSize(value, &n)
+    except UnicodeEncodeError:
+        raise argument_value_error(kind, index, command, NOT_UTF8) from None
+    return put_sized(b, data, n, kind, index, command)
+
+
+cdef int put_arg(Buf* b, object value, int kind, Py_ssize_t index, Py_ssize_t command) except -1:
+    """Normalise one argument and write it as a bulk string (the rules in README)."""
+    cdef type t = type(value)
+    if t is bytes:
+        return put_sized(b, PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value), kind, index, command)
+    if t is str:
+        return put_str(b, value, kind, index, command)
+    if t is int:
+        return put_long(b, value)
+    if t is float:
+        return put_float(b, value, kind, index, command)
+    if value is True:
+        return put_bulk(b, b"1", 1)
+    if value is False or value is None:
+        return put_bulk(b, b"0", 1)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return put_buffer(b, value, kind, index, command)
+    if isinstance(value, str):
+        return put_str(b, value, kind, index, command)
+    if isinstance(value, int):
+        return put_long(b, value)
+    if isinstance(value, float):
+        return put_float(b, value, kind, index, command)
+    raise argument_type_error(kind, index, command, value)
+
+
+cdef int put_command(Buf* b, tuple args, Py_ssize_t command) except -1:
+    cdef Py_ssize_t i, n = len(args)
+    if n == 0:
+        raise ValueError("a command needs at least its name")
+    put_header(b, b'*', n)
+    for i in range(n):
+        put_arg(b, args[i], 0, i, command)
+    return 0
+
+
+cdef int put_evalsha(Buf* b, object sha, object keys, object args) except -1:
+    cdef Py_ssize_t i
+    if type(keys) is not tuple and type(keys) is not list:
+        keys = tuple(keys)
+    if type(args) is not tuple and type(args) is not list:
+        args = tuple(args)
+    cdef Py_ssize_t nk = len(keys), na = len(args)
+    put_header(b, b'*', 3 + nk + na)
+    put_bulk(b, b"EVALSHA", 7)
+    put_arg(b, sha, 0, 1, -1)
+    put_integer(b, nk)
+    for i in range(nk):
+        put_arg(b, keys[i], 1, i, -1)
+    for i in range(na):
+        put_arg(b, args[i], 2, i, -1)
+    return 0
+
+
+cdef int put_pipeline(Buf* b, object commands) except -1:
+    cdef Py_ssize_t i = 0
+    for command in commands:
+        put_command(b, <tuple?>command, i)
+        i += 1
+    return 0
+
+
+cdef bytes take(Buf* b):
+    return PyBytes_FromStringAndSize(b.data, b.len)
+
+
+def encode_command(*args):
+    """Encode one command as a RESP array of bulk strings."""
+    cdef Buf b
+    buf_init(&b, 256)
+    try:
+        put_command(&b, args, -1)
+        return take(&b)
+    finally:
+        PyMem_Free(b.data)
+
+
+def encode_evalsha(sha, keys, args):
+    """Encode ``EVALSHA sha len(keys) *keys *args``."""
+    cdef Buf b
+    buf_init(&b, 256)
+    try:
+        put_evalsha(&b, sha, keys, args)
+        return take(&b)
+    finally:
+        PyMem_Free(b.data)
+
+
+def encode_pipeline(commands):
+    """Encode several commands back to back, as one write."""
+    cdef Buf b
+    buf_init(&b, 1024)
+    try:
+        put_pipeline(&b, commands)
+        return take(&b)
+    finally:
+        PyMem_Free(b.data)
+
+
+# --- the reply reader -----------------------------------------------------------------
+
+cdef inline bint is_type_byte(char c) noexcept:
+    """One of the reply types hiredis knows."""
+    return c in b"+-:,_#($=*%~>|"
+
+
+cdef inline bint header_length(const char* s, Py_ssize_t n, long long* value) noexcept:
+    """hiredis's strict integer (``0`` or ``-?[1-9][0-9]*``, 64 bits) as a header length;
+    every negative one reads as -1 (hiredis itself refuses the others)."""
+    cdef bint negative = n > 0 and s[0] == 45  # -
+    cdef Py_ssize_t i = negative
+    cdef unsigned long long v = 0
+    if i >= n or n - i > 19 or (s[i] == 48 and n != 1):  # a leading 0
+        return False
+    while i < n:
+        if s[i] < 48 or s[i] > 57:
+            return False
+        v = v * 10 + <unsigned long long>(s[i] - 48)
+        i += 1
+    if negative:
+        if v > 9223372036854775808ULL:
+            return False
+        value[0] = -1
+    elif v > 9223372036854775807ULL:
+        return False
+    else:
+        value[0] = <long long>v
+    return True
+
+
+@cython.final
+cdef class ReplyReader:
+    """hiredis's C reader behind a header check; error replies come back as typed
+    ``ResponseError`` values.
+
+    hiredis buffers a declared bulk string until it is complete and allocates an aggregate
+    at its header, whatever length they declare. So every byte is scanned first for item
+    boundaries (a ``memchr`` per line, payloads skipped): a bulk string or line over
+    ``max_length`` bytes, or an aggregate over ``max_elements``, is held back from hiredis,
+    and ``ProtocolError`` is raised once hiredis has returned the replies before it.
+    """
+
+    cdef object _feed
+    cdef object _gets
+    cdef object _has_data
+    cdef long long _max_length
+    cdef long long _max_elements
+    cdef long long _skip  # payload bytes (CRLF included) still to pass over
+    cdef Py_ssize_t _line  # bytes of the current line after its type byte; -1 between items
+    cdef char _kind  # the current line's type byte
+    cdef bint _cr  # the last byte scanned was b"\r" (a CRLF may straddle two feeds)
+    cdef bint _passing  # an unknown type byte: hiredis refuses it, nothing more to check
+    cdef char _head[20]  # the line's first bytes: enough for any valid length
+    cdef str _error  # why the stream was refused, or None
+    cdef bint _fresh  # hiredis may hold a reply: bytes came since it last had none
+
+    def __init__(self, long long max_length=MAX_BULK_LENGTH, long long max_elements=MAX_REPLY_ELEMENTS):
+        reader = hiredis.Reader(
+            protocolError=ProtocolError, replyError=response_error, notEnoughData=_NOT_ENOUGH
+        )
+        self._feed = reader.feed
+        self._gets = reader.gets
+        self._has_data = reader.has_data
+        self._max_length = max_length
+        self._max_elements = max_elements
+        self._line = -1
+
+    def feed(self, data, Py_ssize_t offset=0, Py_ssize_t length=-1):
+        """Add received bytes (any buffer; ``offset``/``length`` select a slice)."""
+        cdef Py_buffer view
+        cdef Py_ssize_t accepted
+        PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+        try:
+            if length < 0:
+                length = view.len - offset
+            if offset < 0 or length < 0 or offset + length > view.len:
+                raise ValueError("offset and length must select bytes of the buffer")
+            accepted = self._scan(<const char*>view.buf + offset, length)
+        finally:
+            PyBuffer_Release(&view)
+        if accepted:
+            self._feed(data, offset, accepted)
+            self._fresh = True
+
+    def has_data(self):
+        """Whether received bytes wait to be parsed (a partial or a further reply)."""
+        return self._line >= 0 or self._skip > 0 or self._has_data()
+
+    def gets(self):
+        """Return the next complete reply, or :data:`NOT_ENOUGH` when more bytes are needed."""
+        return self._next()
+
+    cdef inline bint _pending(self):
+        """``has_data()`` without a call, valid right after ``_next`` returned a reply."""
+        return self._fresh or self._line >= 0 or self._skip > 0 or self._error is not None
+
+    cdef int _take(self, bytearray data, Py_ssize_t n) except -1:
+        """Feed the first ``n`` bytes of ``data``."""
+        n = self._scan(PyByteArray_AS_STRING(data), n)
+        if n:
+            self._feed(data, 0, n)
+            self._fresh = True
+        return 0
+
+    cdef object _next(self):
+        """The next complete reply, or ``NOT_ENOUGH``; hiredis is not asked again until
+        bytes arrive once it has said it needs more or has none left."""
+        if self._fresh:
+            try:
+                reply = self._gets()
+            except TypeError:  # hiredis could not use an aggregate as a dict key
+                raise ProtocolError(BAD_MAP_KEY) from None
+            if reply is not _NOT_ENOUGH:
+                self._fresh = self._has_data()
+                return reply
+            self._fresh = False
+        if self._error is not None:
+            raise ProtocolError(self._error)
+        return _NOT_ENOUGH
+
+    cdef int _header(self, const char* line, Py_ssize_t length) except -1:
+        """Check a complete line of ``length`` bytes: return 1 (and keep the error) when
+        it is refused, else 0, noting the payload a bulk header announces."""
+        cdef long long value
+        self._line = -1
+        if length > self._max_length:
+            self._error = str(reply_too_long("line", self._max_length))
+        elif self._kind in b"$=*%~>|" and header_length(line, length, &value):
+            if self._kind not in b"$=":
+                if value > self._max_elements:
+                    self._error = str(reply_too_long(f"aggregate length {value}", self._max_elements))
+            elif value > self._max_length:
+                self._error = str(reply_too_long(f"bulk string length {value}", self._max_length))
+            elif value >= 0:
+                self._skip = value + 2
+        return self._error is not None
+
+    cdef Py_ssize_t _scan(self, const char* p, Py_ssize_t n) except -1:
+        """Return how many of these ``n`` bytes hiredis may parse: all of them, or those
+        before the first refused line (hiredis may hold its start, never its end).
+
+        The loop here takes the usual replies, whole well-formed items within the feed,
+        with no state but the position; ``_scan_items`` takes over for anything else."""
+        cdef Py_ssize_t i = 0, k
+        cdef const char* nl
+        cdef long long value
+        cdef char kind
+        if self._skip or self._line >= 0 or self._passing or self._error is not None:
+            return self._scan_items(p, n)
+        while i < n:
+            kind = p[i]
+            nl = <const char*>memchr(p + i + 1, 10, <size_t>(n - i - 1)) if i + 1 < n else NULL
+            if nl == NULL or nl == p + i + 1 or (nl - 1)[0] != 13 or nl - p - i - 2 > self._max_length:
+                break
+            k = nl - p - i - 2  # the line's length
+            if kind in b"$=":
+                if not header_length(p + i + 1, k, &value) or value > self._max_length:
+                    break
+                i += k + 3
+                if value >= 0:
+                    if value + 2 > n - i:
+                        self._skip = value + 2 - (n - i)
+                        return n
+                    i += <Py_ssize_t>value + 2
+            elif kind in b"*%~>|":
+                if not header_length(p + i + 1, k, &value) or value > self._max_elements:
+                    break
+                i += k + 3
+            elif kind in b"+-:,_#(":
+                i += k + 3
+            else:
+                break
+        return n if i == n else i + self._scan_items(p + i, n - i)
+
+    cdef Py_ssize_t _scan_items(self, const char* p, Py_ssize_t n) except -1:
+        """``_scan`` for any bytes, one state change at a time: a partial item, a line
+        spanning feeds or holding a bare \\r or \\n, an unknown type byte, a refusal."""
+        cdef Py_ssize_t i = 0, start = 0, k
+        cdef const char* nl
+        if self._error is not None:
+            return 0
+        while i < n and not self._passing:
+            if self._skip:
+                k = <Py_ssize_t>self._skip if self._skip < n - i else n - i
+                self._skip -= k
+                i += k
+                continue
+            if self._line < 0:
+                if not is_type_byte(p[i]):
+                    self._passing = True
+                    break
+                self._kind = p[i]
+                i += 1
+                start = i  # hiredis may see the type byte: a too deep aggregate fails first
+                nl = <const char*>memchr(p + i, 10, <size_t>(n - i)) if i < n else NULL
+                if nl != NULL and nl > p + i and (nl - 1)[0] == 13:  # the usual case: a whole line
+                    k = nl - 1 - (p + i)
+                    i += k + 2
+                    if self._kind in b"+-:,_#(" and k <= self._max_length:
+                        continue
+                    self._line = 0
+                    if self._header(p + i - k - 2, k):
+                        return start
+                    continue
+                self._line = 0
+                self._cr = False
+                continue
+            # a line that spans feeds, or holds a bare \r or \n
+            nl = <const char*>memchr(p + i, 10, <size_t>(n - i))
+            k = nl - (p + i) if nl != NULL else n - i
+            if self._line < 20:
+                memcpy(self._head + self._line, p + i, k if k < 20 - self._line else 20 - self._line)
+            self._line += k
+            if nl == NULL:
+                self._cr = p[n - 1] == 13
+                i = n
+            elif p[i + k - 1] == 13 if k > 0 else self._cr:
+                i += k + 1
+                if self._header(self._head, self._line - 1):
+                    return start
+                continue
+            else:
+                self._line += 1
+                self._cr = False
+                i += k + 1
+            if self._line >= self._max_length + 2:
+                self._error = str(reply_too_long("line", self._max_length))
+                return start
+        return n
