@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 import fastlock
-from fastlock.exceptions import response_error
 from fastlock.operations import Command, Commands, Operation, Sleep, Step
+from fastlock.protocol.replies import response_error
 from fastlock.scripts.calling import (
     BUSY_FIRST_DELAY,
     BUSY_MAX_DELAY,
