@@ -12,8 +12,8 @@ import itertools
 import uuid
 from collections.abc import Callable
 
-from ..locks.lock import LockType
 from ..locks.manager import LockManager
+from ..locks.types import LockType
 from ..sync.client import Client
 from .commandstats import Cost, measure_cost
 
