@@ -326,6 +326,8 @@ class Lock:
             reply = self._call(name, keys, args)
         except ConnectionError as lost:
             reply = self.manager.runner.run(resend(lost, Call(name, keys, args)))
+        if type(reply) is int and reply > 0:  # taken: the common reply, checked without a call
+            return reply
         return acquire_reply(name, reply)
 
     def _conflict(self, side: str, scope: Scope, job_id: str, reply: list[Any], job: Any) -> Any:
