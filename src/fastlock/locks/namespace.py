@@ -65,8 +65,6 @@ class Namespace:
             raise ValueError("max_history must be >= 0")
         self.keys = KeySpace(prefix, buckets)
         self.runner = client
-        self.prefix = prefix
-        self.buckets = buckets
         self.digester = Digester(hash)
         self.track = track
         self.fencing = fencing
@@ -76,6 +74,14 @@ class Namespace:
         self.call = client.call  # the hot path's script call, bound once
         self._scopes = functools.lru_cache(maxsize=_SCOPES_CACHED)(self.keys.scope)
         self._policy_checked = False
+
+    @property
+    def prefix(self) -> str:
+        return self.keys.prefix
+
+    @property
+    def buckets(self) -> int:
+        return self.keys.buckets
 
     # --- scopes -----------------------------------------------------------------------
 
