@@ -7,9 +7,11 @@ from typing import Any
 import pytest
 
 import fastlock
+from fastlock.exceptions import ResponseError
 from fastlock.locks import admin
 from fastlock.locks.conflict import Conflict, replacing
 from fastlock.locks.keys import LockEntry
+from fastlock.locks.namespace import eviction_policy
 from fastlock.operations import Call, Command, Operation
 
 
@@ -56,3 +58,13 @@ def test_replace_evicts_each_holder_then_retries_once() -> None:
     assert operation.send(0) is acquire  # b had gone already
     assert finish(operation, [1200, b"c"]) is None  # a third job took it first
     assert conflict.evict("a") is None and conflict.retry() is None  # no transport: nothing runs
+
+
+def test_the_eviction_policy_falls_back_to_config_get_when_info_is_refused() -> None:
+    operation = eviction_policy()
+    assert next(operation) == Command(("INFO", "memory"))
+    assert operation.throw(ResponseError("NOPERM info")) == Command(("CONFIG", "GET", "maxmemory-policy"))
+    assert finish(operation, [b"maxmemory-policy", b"allkeys-lru"]) == "allkeys-lru"
+    operation = eviction_policy()
+    next(operation)
+    assert finish(operation, b"# Memory\r\nmaxmemory_policy:noeviction\r\n") == "noeviction"
