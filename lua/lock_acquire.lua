@@ -1,8 +1,9 @@
--- Acquire a slot of one lock scope for a job (see shared/_lock_slots.lua for KEYS).
--- KEYS: index, counter, changelog, wake, slot 1..limit
--- ARGV: job_id, scope, ttl_ms (0: no expiry), flags (1 track, 2 fencing, 4 waiting, 8 waited),
---       max_history
+-- Acquire a slot of one lock scope for a job.
+-- KEYS: index, counter, changelog, then the scope: wake, slot 1..limit (shared/_lock_slots.lua)
+-- ARGV: job_id, scope, ttl_ms (0: no expiry), flags (shared/_lock_flags.lua), max_history
 -- Returns the fencing token, or {ms until a slot may expire (-1: never), holder job ids...}.
 -- #include "shared/_lock_acquire.lua"
 
-return acquire(4, #KEYS - 4, ARGV[2], ARGV[1], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]))
+local job, scope = ARGV[1], ARGV[2]
+local ttl, flags, max_history = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
+return acquire(FIRST_SCOPE, #KEYS - FIRST_SCOPE, scope, job, ttl, flags, max_history)

@@ -1,12 +1,13 @@
 -- Delete every holder of one lock scope, whoever holds it (admin), wake its waiters and drop
--- it from the bucket index (see shared/_lock_slots.lua for KEYS).
--- KEYS: index, counter, changelog, wake, slot 1..limit
+-- it from the bucket index.
+-- KEYS: index, counter, changelog, then the scope: wake, slot 1..limit (shared/_lock_slots.lua)
 -- ARGV: scope, max_history
 -- Returns the number of holders deleted.
 -- #include "shared/_lock_slots.lua"
 
-local limit, scope, max_history = #KEYS - 4, ARGV[1], tonumber(ARGV[2])
-local values = read_slots(5, limit)
+local scope, max_history = ARGV[1], tonumber(ARGV[2])
+local limit = #KEYS - FIRST_SCOPE
+local values = read_slots(FIRST_SCOPE + 1, limit)
 local deleted, waited = 0, false
 for i = 1, limit do
   if values[i] then
@@ -17,10 +18,10 @@ for i = 1, limit do
   end
 end
 if deleted > 0 then
-  redis.call("DEL", unpack(KEYS, 5))
+  redis.call("DEL", unpack(KEYS, FIRST_SCOPE + 1))
   if waited then
-    wake_waiters(4, deleted, limit)
+    wake_waiters(FIRST_SCOPE, deleted, limit)
   end
 end
-redis.call("ZREM", KEYS[1], scope .. "#" .. limit)
+redis.call("ZREM", K_INDEX, index_member(scope, limit))
 return deleted

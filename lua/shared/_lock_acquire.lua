@@ -1,29 +1,40 @@
 -- #include "shared/_lock_slots.lua"
-local TRACK, FENCING, WAITING, WAITED = 1, 2, 4, 8
+-- #include "shared/_lock_flags.lua"
 
--- Take a free slot of the scope (KEYS[wake], then `limit` slot keys) for `job`.
+-- Mint a fencing token (1 when fencing is off) and write `job`'s value into slot `key`, with
+-- SET's extra arguments `...` ("NX", "GET" for a slot that may be held). Returns false and
+-- the holder's value when NX found the slot held; else the token, after entering a `first`
+-- holder into the bucket index (with TRACK) and logging the change.
+local function claim(key, first, scope, limit, job, ttl, flags, max_history, ...)
+  local token = bit.band(flags, FENCING) ~= 0 and redis.call("INCR", K_SEQ) or 1
+  local value = token .. ":" .. (bit.band(flags, WAITED) ~= 0 and "1" or "0") .. ":" .. job
+  local old
+  if ttl > 0 then
+    old = redis.call("SET", key, value, "PX", ttl, ...)
+  else
+    old = redis.call("SET", key, value, ...)
+  end
+  if type(old) == "string" then
+    return false, old
+  end
+  if first and bit.band(flags, TRACK) ~= 0 then
+    redis.call("ZADD", K_INDEX, 0, index_member(scope, limit))
+  end
+  changelog(max_history, "locked", scope, job, token)
+  return token
+end
+
+-- Take a free slot of the scope at KEYS[at] for `job`.
 -- Idempotent: a job that already holds a slot gets its token back.
 -- Returns the fencing token (1 when fencing is off), or on conflict
 -- {ms until the first holder's slot expires (-1: none expires), holder job ids...}.
 -- With WAITING the holders' slots are flagged so that their release wakes a waiter.
-local function acquire(wake, limit, scope, job, ttl, flags, max_history)
-  local first = wake + 1
-  local waited = bit.band(flags, WAITED) ~= 0 and "1" or "0"
+local function acquire(at, limit, scope, job, ttl, flags, max_history)
+  local first = at + 1
   local values
   if limit == 1 then
-    local token = bit.band(flags, FENCING) ~= 0 and redis.call("INCR", KEYS[2]) or 1
-    local value = token .. ":" .. waited .. ":" .. job
-    local old
-    if ttl > 0 then
-      old = redis.call("SET", KEYS[first], value, "NX", "GET", "PX", ttl)
-    else
-      old = redis.call("SET", KEYS[first], value, "NX", "GET")
-    end
-    if not old then
-      if bit.band(flags, TRACK) ~= 0 then
-        redis.call("ZADD", KEYS[1], 0, scope .. "#" .. limit)
-      end
-      changelog(max_history, "locked", scope, job, token)
+    local token, old = claim(KEYS[first], true, scope, limit, job, ttl, flags, max_history, "NX", "GET")
+    if token then
       return token
     end
     values = { old }
@@ -42,18 +53,7 @@ local function acquire(wake, limit, scope, job, ttl, flags, max_history)
       end
     end
     if free then
-      local token = bit.band(flags, FENCING) ~= 0 and redis.call("INCR", KEYS[2]) or 1
-      local value = token .. ":" .. waited .. ":" .. job
-      if ttl > 0 then
-        redis.call("SET", KEYS[first + free - 1], value, "PX", ttl)
-      else
-        redis.call("SET", KEYS[first + free - 1], value)
-      end
-      if held == 0 and bit.band(flags, TRACK) ~= 0 then
-        redis.call("ZADD", KEYS[1], 0, scope .. "#" .. limit)
-      end
-      changelog(max_history, "locked", scope, job, token)
-      return token
+      return claim(KEYS[at + free], held == 0, scope, limit, job, ttl, flags, max_history)
     end
   end
   local conflict = { -1 }
@@ -64,7 +64,7 @@ local function acquire(wake, limit, scope, job, ttl, flags, max_history)
     end
     conflict[i + 1] = holder
     if bit.band(flags, WAITING) ~= 0 then
-      local key = KEYS[first + i - 1]
+      local key = KEYS[at + i]
       local ms = redis.call("PTTL", key)
       if ms >= 0 and (conflict[1] < 0 or ms < conflict[1]) then
         conflict[1] = ms

@@ -1,11 +1,10 @@
 -- #include "shared/_lock_slots.lua"
--- Free the slot `job` holds in the scope (KEYS[wake], then `limit` slot keys); with a
--- non-empty `expect` only if its token is that one (the reaper frees exactly what it judged).
--- Wakes one waiter if the slot was flagged; drops the scope from the bucket index (`track`)
--- when no slot is left. Returns the freed token, or 0 when the job held no slot.
-local function release(wake, limit, scope, job, expect, track, max_history)
-  local first = wake + 1
-  local values = read_slots(first, limit)
+-- Free the slot `job` holds in the scope at KEYS[at]; with a non-empty `expect` only if its
+-- token is that one (the reaper frees exactly what it judged). Wakes one waiter if the slot
+-- was flagged; drops the scope from the bucket index (`track`) when no slot is left.
+-- Returns the freed token, or 0 when the job held no slot.
+local function release(at, limit, scope, job, expect, track, max_history)
+  local values = read_slots(at + 1, limit)
   local freed, token, waited, held = nil, nil, nil, 0
   for i = 1, limit do
     if values[i] then
@@ -20,12 +19,12 @@ local function release(wake, limit, scope, job, expect, track, max_history)
   if not freed then
     return 0
   end
-  redis.call("DEL", KEYS[first + freed - 1])
+  redis.call("DEL", KEYS[at + freed])
   if waited == "1" then
-    wake_waiters(wake, 1, limit)
+    wake_waiters(at, 1, limit)
   end
   if track and held == 0 then
-    redis.call("ZREM", KEYS[1], scope .. "#" .. limit)
+    redis.call("ZREM", K_INDEX, index_member(scope, limit))
   end
   changelog(max_history, "unlocked", scope, job, token)
   return tonumber(token)

@@ -3,15 +3,23 @@
 -- own (PX = the lock ttl), so a dead holder frees only its own slot. <waited> is "1" once a
 -- blocked acquirer may be waiting on the scope's wake list: releasing that slot wakes one.
 --
--- KEYS layout shared by every lock script: KEYS[1] the bucket's tracking index (zset,
--- member "<scope>#<limit>", score 0, paged by lex), KEYS[2] the bucket's fencing counter,
--- KEYS[3] the bucket's changelog stream, then per scope its wake list and `limit` slot keys.
--- All of them carry the bucket's hash tag, so they share one cluster slot.
+-- KEYS of every lock script: the bucket's keys below, then the scopes it acts on. A scope
+-- "at" KEYS[at] is its wake list KEYS[at] and its slot keys KEYS[at + 1 .. at + limit]; the
+-- first scope is at FIRST_SCOPE. All keys carry the bucket's hash tag: one cluster slot.
+local K_INDEX = KEYS[1] -- zset: member "<scope>#<limit>", score 0, paged by lex
+local K_SEQ = KEYS[2]   -- string: the bucket's fencing counter
+local K_LOG = KEYS[3]   -- stream: the bucket's changelog
+local FIRST_SCOPE = 4
 
 local WAKE_TTL_MS = 10000
 
 local function parse_slot(value)
   return string.match(value, "^(%d+):(%d):(.*)$")
+end
+
+-- The scope's member in the bucket index.
+local function index_member(scope, limit)
+  return scope .. "#" .. limit
 end
 
 -- Values of the `limit` slot keys from KEYS[first] on (false for a free slot).
@@ -25,22 +33,23 @@ end
 -- Changelog entry in the bucket's stream (trimmed to max_history); off when max_history is 0.
 local function changelog(max_history, event, scope, job, token)
   if max_history > 0 then
-    redis.call("XADD", KEYS[3], "MAXLEN", max_history, "*", "event", event, "lock", scope, "job", job,
+    redis.call("XADD", K_LOG, "MAXLEN", max_history, "*", "event", event, "lock", scope, "job", job,
       "token", token)
   end
 end
 
--- Wake `n` blocked acquirers of the scope whose wake list is KEYS[wake], plus one spare: a
--- waiter that pops a wake-up and dies before its acquire (killed, interrupted) would
--- otherwise leave the others asleep while a slot is free. The spare's waiter retries at once
--- and, finding the slot taken, flags its holder and sleeps again. Unclaimed wake-ups are
--- capped at `limit` + 1 (one per slot that can be free, plus the spare).
-local function wake_waiters(wake, n, limit)
+-- Wake `n` blocked acquirers of the scope at KEYS[at], plus one spare: a waiter that pops a
+-- wake-up and dies before its acquire (killed, interrupted) would otherwise leave the others
+-- asleep while a slot is free. The spare's waiter retries at once and, finding the slot
+-- taken, flags its holder and sleeps again. Unclaimed wake-ups are capped at `limit` + 1
+-- (one per slot that can be free, plus the spare).
+local function wake_waiters(at, n, limit)
+  local wake = KEYS[at]
   local tokens = {}
   for i = 1, n + 1 do
     tokens[i] = "1"
   end
-  redis.call("LPUSH", KEYS[wake], unpack(tokens))
-  redis.call("LTRIM", KEYS[wake], 0, limit)
-  redis.call("PEXPIRE", KEYS[wake], WAKE_TTL_MS)
+  redis.call("LPUSH", wake, unpack(tokens))
+  redis.call("LTRIM", wake, 0, limit)
+  redis.call("PEXPIRE", wake, WAKE_TTL_MS)
 end

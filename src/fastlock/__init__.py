@@ -52,9 +52,11 @@ from .exceptions import (
     WrongTypeError,
 )
 from .locks.conflict import Conflict
-from .locks.lock import Holder, Lock, LockInfo, LockType
-from .locks.manager import LockEntry, LockManager
+from .locks.keys import LockEntry
+from .locks.lock import Lock
+from .locks.manager import LockManager
 from .locks.reaper import Reaper
+from .locks.types import Holder, LockInfo, LockType
 from .queues.queue import Batch, Job, Queue, Unique
 from .queues.worker import Worker
 from .scripts.registry import Script, ScriptCounters, ScriptRegistry

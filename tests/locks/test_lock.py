@@ -13,7 +13,7 @@ from harness.blocking import connection_id, wait_until_blocked
 
 import fastlock
 from fastlock import LockConflictError, LockError, LockNotOwnedError, LockType
-from fastlock.locks.lock import _MAX_BLOCK
+from fastlock.locks.waiting import MAX_BLOCK
 
 
 def lock_keys(client: Any) -> list[bytes]:
@@ -108,7 +108,7 @@ def test_extend(client: Any) -> None:
 # A waiter that misses its wake-up sleeps out the whole safety-net block (30 s) before it looks
 # again; woken as it should be, it is back within milliseconds. Half the safety net tells the two
 # apart on any machine, however loaded.
-WOKEN_WITHIN = _MAX_BLOCK / 2
+WOKEN_WITHIN = MAX_BLOCK / 2
 
 
 def test_blocking_waiter_is_woken_by_the_release_not_the_safety_net(redis_url: str, impl: str) -> None:
@@ -125,7 +125,7 @@ def test_blocking_waiter_is_woken_by_the_release_not_the_safety_net(redis_url: s
         wait_until_blocked(client, "blpop", ids)
         released = time.monotonic()
         assert holder.release("h") == held
-        token = waiting.result(timeout=2 * _MAX_BLOCK)
+        token = waiting.result(timeout=2 * MAX_BLOCK)
         assert time.monotonic() - released < WOKEN_WITHIN
         assert token is not None and token > held
 
@@ -167,7 +167,7 @@ def test_many_waiters_all_get_their_turn(redis_url: str, impl: str) -> None:
             wait_until_blocked(admin, "blpop", ids)
             released = time.monotonic()
             assert holder.release("h") == held
-            results = [future.result(timeout=len(waiting) * 2 * _MAX_BLOCK) for future in waiting]
+            results = [future.result(timeout=len(waiting) * 2 * MAX_BLOCK) for future in waiting]
         assert time.monotonic() - released < WOKEN_WITHIN
         tokens = [token for token, _ in results]
         assert all(token is not None and token > held for token in tokens) and len(set(tokens)) == 4

@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 import fastlock
-from fastlock.locks.manager import LockEntry
+from fastlock.locks.keys import LockEntry
 
 
 def tracked(locks: fastlock.LockManager) -> set[str]:

@@ -1,1 +1,4 @@
-"""Unique-job locks: types, scopes and keys, :class:`~fastlock.Lock`, the manager, conflicts, the reaper."""
+"""Unique-job locks: the vocabulary (``types``), the key layout (``keys``), reply parsers
+(``replies``), the wait for a release (``waiting``), conflicts, a namespace's shared state,
+:class:`~fastlock.Lock`, admin operations, the reaper and :class:`~fastlock.LockManager`
+(each module imports only the ones before it in this list)."""

@@ -9,7 +9,9 @@ dead set) and ``reschedule`` (run it again later) raise until a framework binds 
     locks.strategies["reschedule"] = lambda conflict: my_queue.enqueue_in(5, conflict.job)
 
 On the enqueue side a strategy returning a fencing token means "acquired after all";
-on the execute side its return value is what ``Lock.execute`` returns.
+on the execute side its return value is what ``Lock.execute`` returns. A conflict's I/O is
+also offered as operations (:meth:`Conflict.evicting`, :meth:`Conflict.retrying`,
+:func:`replacing`), for transports that await their steps.
 """
 
 from __future__ import annotations
@@ -17,18 +19,37 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..exceptions import LockConflictError, LockError
+from ..operations import Call, Operation, Runner
+from .replies import token_reply
+from .types import LockType, check_job_id
+from .waiting import attempt
 
-if TYPE_CHECKING:
-    from .lock import Lock
-
-__all__ = ["SIDES", "STRATEGIES", "Conflict", "Strategy", "StrategySpec", "resolve_strategy"]
+__all__ = [
+    "SIDES",
+    "STRATEGIES",
+    "Conflict",
+    "ConflictingLock",
+    "Strategy",
+    "StrategySpec",
+    "replacing",
+    "resolve_strategy",
+]
 
 logger = logging.getLogger("fastlock.lock")
 
 SIDES = ("enqueue", "execute")
+
+
+class ConflictingLock(Protocol):
+    """What a conflict tells of its lock (a :class:`~fastlock.Lock`)."""
+
+    digest: str
+    name: str | None
+    type: LockType
+    limit: int
 
 
 @dataclass(frozen=True)
@@ -37,21 +58,40 @@ class Conflict:
     (``"enqueue"``: the queue-time lock; ``"execute"``: the runtime lock) because
     ``holders`` (job ids) hold it."""
 
-    lock: Lock
+    lock: ConflictingLock
     job_id: str
     side: str
     holders: tuple[str, ...]
     job: Any = None
-    _evict: Callable[[str], int | None] = field(repr=False, default=lambda job_id: None)
-    _retry: Callable[[], int | None] = field(repr=False, default=lambda: None)
+    # the lock's transport, the release call of a holder in the conflicting scope, the job's
+    # acquire call there (without them, evict and retry do nothing)
+    _runner: Runner | None = field(repr=False, default=None, kw_only=True)
+    _release: Callable[[str], Call] | None = field(repr=False, default=None, kw_only=True)
+    _acquire: Call | None = field(repr=False, default=None, kw_only=True)
+
+    def evicting(self, job_id: str) -> Operation[int | None]:
+        """:meth:`evict` as an operation."""
+        if self._release is None:
+            return None
+        return token_reply("lock_release", (yield self._release(check_job_id(job_id))))
+
+    def retrying(self) -> Operation[int | None]:
+        """:meth:`retry` as an operation."""
+        if self._acquire is None:
+            return None
+        reply = yield from attempt(self._acquire)
+        return reply if type(reply) is int else None
 
     def evict(self, job_id: str) -> int | None:
         """Release what holder ``job_id`` holds in the conflicting scope; its freed token."""
-        return self._evict(job_id)
+        return self._run(self.evicting(job_id))
 
     def retry(self) -> int | None:
         """Try once more, without waiting: the fencing token, or ``None``."""
-        return self._retry()
+        return self._run(self.retrying())
+
+    def _run(self, operation: Operation[int | None]) -> int | None:
+        return None if self._runner is None else self._runner.run(operation)
 
 
 Strategy = Callable[[Conflict], Any]
@@ -78,12 +118,17 @@ def raise_(conflict: Conflict) -> None:
     )
 
 
+def replacing(conflict: Conflict) -> Operation[int | None]:
+    """:func:`replace` as an operation."""
+    for holder in conflict.holders:
+        yield from conflict.evicting(holder)
+    return (yield from conflict.retrying())
+
+
 def replace(conflict: Conflict) -> int | None:
     """Evict the holders and try once more (enqueue side). A framework that must also drop
     the replaced jobs from its queue wraps this one."""
-    for holder in conflict.holders:
-        conflict.evict(holder)
-    return conflict.retry()
+    return conflict._run(replacing(conflict))
 
 
 def _unbound(name: str) -> Strategy:

@@ -8,197 +8,47 @@ acquisition gets a fencing token, strictly increasing per lock. Acquire is idemp
 for a job, so re-acquiring after a lost reply is safe (fastlock does it once itself).
 
 The job helpers :meth:`Lock.enqueue` (producer side) and :meth:`Lock.execute` (worker side)
-apply the type's semantics; see ``docs/locks.md`` for the table.
+apply the type's semantics; see ``docs/locks.md`` for the table. A single call (acquire
+without waiting, release, extend) goes straight to the transport; a wait for a release is
+the operation :func:`~fastlock.locks.waiting.wait_for`.
 """
 
 from __future__ import annotations
 
-import enum
 import itertools
 import logging
-import math
-import re
-import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from .. import _ids
-from ..exceptions import (
-    ArgumentError,
-    ArgumentTypeError,
-    ConnectionError,
-    LockConflictError,
-    LockError,
-    LockNotOwnedError,
-    ProtocolError,
-)
+from ..exceptions import ConnectionError, LockConflictError, LockError, LockNotOwnedError
+from ..operations import Call
 from ..protocol.arguments import duration_ms
 from .conflict import Conflict, Strategy, StrategySpec, resolve_strategy
+from .keys import RUNTIME, Scope
+from .namespace import Namespace
+from .replies import acquire_reply, holders_reply, token_reply
+from .types import MAX_LIMIT, WAITED, WAITING, Holder, LockInfo, LockType, check_job_id
+from .waiting import resend, wait_for
 
-if TYPE_CHECKING:
-    from .manager import LockManager
-
-__all__ = ["Holder", "Lock", "LockInfo", "LockType", "Scope"]
+__all__ = ["Lock"]
 
 T = TypeVar("T")
 logger = logging.getLogger("fastlock.lock")
-
-_WAITING, _WAITED = 4, 8
-_MAX_BLOCK = 30.0  # longest single wait on a wake list: a safety net, never reached while releases wake
-_MAX_LIMIT = 1000
-
-
-class LockType(str, enum.Enum):  # noqa: UP042 - StrEnum needs Python 3.11
-    """When a job's lock is taken and released (sidekiq-unique-jobs semantics)."""
-
-    UNTIL_EXECUTING = "until_executing"
-    UNTIL_EXECUTED = "until_executed"
-    UNTIL_EXPIRED = "until_expired"
-    WHILE_EXECUTING = "while_executing"
-    WHILE_EXECUTING_REJECT = "while_executing_reject"
-    UNTIL_AND_WHILE_EXECUTING = "until_and_while_executing"
-
-    @classmethod
-    def parse(cls, value: str | LockType) -> LockType:
-        """A type from its name or one of sidekiq-unique-jobs' aliases."""
-        if type(value) is str and value in _BY_NAME:
-            return _BY_NAME[value]
-        try:
-            return cls(_ALIASES.get(str(value), value))
-        except ValueError:
-            known = ", ".join(t.value for t in cls)
-            raise ValueError(f"unknown lock type {value!r}; known: {known} (and aliases)") from None
-
-    @property
-    def queued(self) -> bool:
-        """True when the type locks at enqueue time (the digest's queue scope)."""
-        return self is not _WHILE_EXECUTING and self is not _WHILE_EXECUTING_REJECT
-
-    @property
-    def runtime(self) -> bool:
-        """True when the type locks while the job runs (the digest's ``:run`` scope)."""
-        return (
-            self is _WHILE_EXECUTING or self is _WHILE_EXECUTING_REJECT or self is _UNTIL_AND_WHILE_EXECUTING
-        )
-
 
 # The members as globals: an attribute of an Enum class is slow to read (its metaclass has
 # __getattr__), and the hot paths compare types.
 _UNTIL_EXECUTING = LockType.UNTIL_EXECUTING
 _UNTIL_EXECUTED = LockType.UNTIL_EXECUTED
 _UNTIL_EXPIRED = LockType.UNTIL_EXPIRED
-_WHILE_EXECUTING = LockType.WHILE_EXECUTING
 _WHILE_EXECUTING_REJECT = LockType.WHILE_EXECUTING_REJECT
 _UNTIL_AND_WHILE_EXECUTING = LockType.UNTIL_AND_WHILE_EXECUTING
-
-_ALIASES = {
-    "while_enqueued": "until_executing",
-    "until_completed": "until_executed",
-    "until_performed": "until_executed",
-    "until_processed": "until_executed",
-    "until_successfully_completed": "until_executed",
-    "around_perform": "while_executing",
-    "while_busy": "while_executing",
-    "while_working": "while_executing",
-}
-_BY_NAME = {  # parse's fast path: every name and alias to its type
-    **{kind.value: kind for kind in LockType},
-    **{alias: LockType(name) for alias, name in _ALIASES.items()},
-}
-
-
-@dataclass(frozen=True)
-class Holder:
-    """One holder of a lock: ``ttl`` is the seconds left before its slot expires (``None``: never);
-    ``runtime``: it holds the runtime (``:run``) scope."""
-
-    job_id: str
-    token: int
-    ttl: float | None
-    runtime: bool = False
-
-
-@dataclass(frozen=True)
-class LockInfo:
-    """A lock's settings and its holders now (``runtime_holders``: the ``:run`` scope)."""
-
-    digest: str
-    name: str | None
-    type: LockType
-    limit: int
-    ttl: float | None
-    timeout: float
-    holders: list[Holder]
-    runtime_holders: list[Holder]
-
-
-_SLOT = re.compile(rb"(\d+):[01]:(.+)", re.DOTALL)
-
-
-def unexpected_reply(script: str, reply: object) -> ProtocolError:
-    """The error for a reply no built-in ``script`` gives (another script under its name?)."""
-    return ProtocolError(f"unexpected reply from lock script {script}: {reply!r:.200}")
-
-
-def parse_slot(value: object, script: str) -> tuple[int, str]:
-    """``(token, job id)`` of a slot value ``b"<token>:<waited>:<job_id>"`` in ``script``'s reply."""
-    match = _SLOT.fullmatch(value) if type(value) is bytes else None
-    try:
-        if match is not None:
-            return int(match[1]), match[2].decode()
-    except UnicodeDecodeError:
-        pass
-    raise unexpected_reply(script, value)
-
-
-def parse_holders(reply: object, runtime: bool = False) -> list[Holder]:
-    """Holders from a ``lock_inspect`` reply: ``[value, pttl, ...]``."""
-    if type(reply) is not list or len(reply) % 2:
-        raise unexpected_reply("lock_inspect", reply)
-    holders = []
-    for value, pttl in zip(reply[::2], reply[1::2], strict=True):
-        token, job = parse_slot(value, "lock_inspect")
-        if type(pttl) is not int:
-            raise unexpected_reply("lock_inspect", reply)
-        holders.append(Holder(job, token, pttl / 1000 if pttl >= 0 else None, runtime))
-    return holders
-
-
-def token_reply(script: str, reply: object) -> int | None:
-    """A release or extend reply: the fencing token, ``None`` for 0 (nothing held)."""
-    if type(reply) is int and reply >= 0:
-        return reply or None
-    raise unexpected_reply(script, reply)
-
-
-def _token(reply: Any) -> int | None:
-    return reply if type(reply) is int else None
-
-
-def check_job_id(job_id: object) -> str:
-    """``job_id`` if it is a non-empty ``str``; else ``ArgumentTypeError`` or ``ArgumentError``."""
-    if isinstance(job_id, str):
-        if job_id:
-            return job_id
-        raise ArgumentError("a job id must be a non-empty str, not ''")
-    raise ArgumentTypeError(f"a job id must be a non-empty str, not {type(job_id).__qualname__!r}")
-
 
 _serials = itertools.count()  # numbers Lock objects; with the thread's tag, the default job id
 
 
-class Scope:
-    """The keys of one lock scope (queue-time ``<digest>`` or runtime ``<digest>:run``):
-    ``keys`` is what its scripts take (bucket index, counter, changelog, wake list, slots)."""
-
-    __slots__ = ("keys", "name", "slots", "wake")
-
-    def __init__(self, name: str, bucket_keys: tuple[str, str, str], wake: str, slots: list[str]) -> None:
-        self.name = name
-        self.wake = wake
-        self.slots = slots
-        self.keys = (*bucket_keys, wake, *slots)
+def _token(reply: Any) -> int | None:
+    return reply if type(reply) is int else None
 
 
 class Lock:
@@ -214,12 +64,12 @@ class Lock:
     """
 
     __slots__ = (
+        "_call",
         "_flags",
         "_job_id",
         "_main_scope",
         "_queue_scope",
         "_queued",
-        "_run",
         "_runtime_scope",
         "_serial",
         "_strategies",
@@ -235,7 +85,7 @@ class Lock:
 
     def __init__(
         self,
-        manager: LockManager,
+        manager: Namespace,
         digest: str,
         *,
         name: str | None = None,
@@ -251,8 +101,8 @@ class Lock:
         if kind is _UNTIL_EXPIRED and ttl is None:
             raise ValueError("an until_expired lock needs a ttl")
         duration_ms(timeout, "timeout", minimum_ms=0)
-        if not 1 <= limit <= _MAX_LIMIT:
-            raise ValueError(f"limit must be between 1 and {_MAX_LIMIT}, not {limit!r}")
+        if not 1 <= limit <= MAX_LIMIT:
+            raise ValueError(f"limit must be between 1 and {MAX_LIMIT}, not {limit!r}")
         self.manager = manager
         self.digest = digest
         self.name = name
@@ -263,7 +113,7 @@ class Lock:
         self._serial = f"{next(_serials):x}"
         self._ttl_ms = ttl_ms
         self._flags = manager.flags
-        self._run = manager.run
+        self._call = manager.call
         self._queued = kind.queued
         # the scopes' keys, built on first use (_main_scope: the queue-time one if queued)
         self._queue_scope: Scope | None = None
@@ -302,7 +152,7 @@ class Lock:
     def _runtime(self) -> Scope:
         scope = self._runtime_scope
         if scope is None:
-            scope = self._runtime_scope = self.manager.scope(self.digest, ":run", self.limit)
+            scope = self._runtime_scope = self.manager.scope(self.digest, RUNTIME, self.limit)
         return scope
 
     @property
@@ -343,7 +193,7 @@ class Lock:
         if self.type is _UNTIL_AND_WHILE_EXECUTING:
             keys = (*self._runtime.keys, self._queue.wake, *self._queue.slots)
         return token_reply(
-            "lock_extend", self._run("lock_extend", keys, (self._holder(job_id), ttl_ms, self.limit))
+            "lock_extend", self._call("lock_extend", keys, (self._holder(job_id), ttl_ms, self.limit))
         )
 
     def locked(self) -> bool:
@@ -351,7 +201,7 @@ class Lock:
         slots = self._scope.slots
         if self.type is _UNTIL_AND_WHILE_EXECUTING:
             slots = slots + self._runtime.slots
-        return bool(self.manager.client.execute("EXISTS", *slots))
+        return bool(self.manager.runner.execute("EXISTS", *slots))
 
     def holders(self) -> list[Holder]:
         """Who holds the lock now, with their tokens and time left (for
@@ -361,7 +211,7 @@ class Lock:
         return self._inspect(self._scope)
 
     def _inspect(self, scope: Scope) -> list[Holder]:
-        return parse_holders(self._run("lock_inspect", scope.keys, ()), scope is self._runtime_scope)
+        return holders_reply(self._call("lock_inspect", scope.keys, ()), scope is self._runtime_scope)
 
     def info(self) -> LockInfo:
         """Settings and holders (queue-time and runtime scopes)."""
@@ -452,66 +302,48 @@ class Lock:
             raise LockError("a blocking acquire needs a timeout > 0 seconds")
         return wait
 
-    def _attempt(self, scope: Scope, job_id: str, flags: int, handoff: bool) -> Any:
-        """One acquire script call, re-sent once if its reply was lost (acquire is idempotent):
-        the fencing token, or the conflict reply ``[ms to expiry, holders...]``."""
-        max_history = self.manager.max_history
-        keys: tuple[str, ...] = scope.keys
-        args: tuple[Any, ...] = (job_id, scope.name, self._ttl_ms, flags, max_history)
-        name = "lock_acquire"
+    def _acquire_call(self, scope: Scope, job_id: str, flags: int, handoff: bool) -> tuple[str, Any, Any]:
+        """The acquire script call for ``job_id`` in ``scope``: (name, keys, args). With
+        ``handoff``, ``lock_handoff`` releases the job's queue-time slot in the same script."""
         if handoff:
             queue = self._queue
-            name, keys = "lock_handoff", (*queue.keys, *scope.keys[3:])
-            args = (job_id, queue.name, scope.name, self._ttl_ms, flags, max_history)
-        try:
-            reply = self._run(name, keys, args)
-        except ConnectionError as exc:
-            if not exc.sent:
-                raise
-            reply = self._run(name, keys, args)
-        if type(reply) is int and reply > 0:
-            return reply
-        if (
-            type(reply) is list
-            and reply
-            and type(reply[0]) is int
-            and all(type(h) is bytes for h in reply[1:])
-        ):
-            return reply
-        raise unexpected_reply(name, reply)
+            keys = (*queue.keys, *scope.keys[3:])
+            args = (job_id, queue.name, scope.name, self._ttl_ms, flags, self.manager.max_history)
+            return "lock_handoff", keys, args
+        return "lock_acquire", scope.keys, (job_id, scope.name, self._ttl_ms, flags, self.manager.max_history)
 
     def _take(self, scope: Scope, job_id: str, wait: float, *, handoff: bool = False) -> Any:
-        """The fencing token, or the last conflict reply ``[ms to expiry, holders...]``."""
-        flags = self._flags | _WAITING if wait > 0 else self._flags
-        reply = self._attempt(scope, job_id, flags, handoff)
-        if type(reply) is int or not wait > 0:
+        """The fencing token, or the last conflict reply ``[ms to expiry, holders...]``: one
+        call, re-sent once if its reply was lost (acquire is idempotent); with ``wait`` > 0 the
+        :func:`~fastlock.locks.waiting.wait_for` operation."""
+        flags = self._flags
+        if wait > 0:
+            first = Call(*self._acquire_call(scope, job_id, flags | WAITING, handoff))
+            again = Call(*self._acquire_call(scope, job_id, flags | WAITING | WAITED, False))
+            return self.manager.runner.run(wait_for(first, again, scope.wake, wait))
+        name, keys, args = self._acquire_call(scope, job_id, flags, handoff)
+        try:
+            reply = self._call(name, keys, args)
+        except ConnectionError as lost:
+            reply = self.manager.runner.run(resend(lost, Call(name, keys, args)))
+        if type(reply) is int and reply > 0:  # taken: the common reply, checked without a call
             return reply
-        deadline = time.monotonic() + wait
-        execute_blocking = self.manager.client.execute_blocking
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return reply
-            expiry = reply[0]
-            block = min(left, _MAX_BLOCK, expiry / 1000 + 0.002 if expiry >= 0 else math.inf)
-            block = math.ceil(block * 1000) / 1000  # BLPOP reads milliseconds; 0 would wait for ever
-            execute_blocking("BLPOP", scope.wake, block, timeout=block)
-            reply = self._attempt(scope, job_id, flags | _WAITED, False)
-            if type(reply) is int:
-                return reply
+        return acquire_reply(name, reply)
 
     def _conflict(self, side: str, scope: Scope, job_id: str, reply: list[Any], job: Any) -> Any:
         strategy = self._strategies.get(side)
         if strategy is None:
             return None
+        manager = self.manager
         conflict = Conflict(
             self,
             job_id,
             side,
             tuple(holder.decode() for holder in reply[1:]),
             job,
-            _evict=lambda holder: self.manager.release_scope(scope, check_job_id(holder)),
-            _retry=lambda: _token(self._take(scope, job_id, 0.0)),
+            _runner=manager.runner,
+            _release=lambda holder: manager.release_call(scope, holder),
+            _acquire=Call(*self._acquire_call(scope, job_id, self._flags, False)),
         )
         return strategy(conflict)
 

@@ -19,23 +19,24 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from ..operations import Call, Operation
 from ..protocol.arguments import duration_ms
-from .lock import parse_slot, unexpected_reply
-from .manager import LockEntry
-
-if TYPE_CHECKING:
-    from .lock import Scope
-    from .manager import LockManager
+from .admin import entry_scope, page
+from .keys import LockEntry, Scope
+from .lock import Lock
+from .namespace import Namespace
+from .replies import reap_reply, unexpected_reply
 
 __all__ = ["ReapResult", "Reaper"]
 
 logger = logging.getLogger("fastlock.reaper")
 
 Alive = Callable[[LockEntry, str], bool]
+MUTEX = "fastlock:reaper"  # the name of the reaper lock
 
 
 @dataclass(frozen=True)
@@ -47,28 +48,14 @@ class ReapResult:
     released: int
 
 
-def _live(
-    reply: list[Any], by_scope: dict[bytes, tuple[LockEntry, Scope]]
-) -> Iterator[tuple[LockEntry, Scope, list[tuple[int, str]]]]:
-    """The live entries of a ``lock_reap`` reply ``[dropped, (scope, n, value * n)...]``:
-    each entry, its scope and its holders' ``(token, job id)``."""
-    i = 1
-    while i < len(reply):
-        found = by_scope.get(reply[i]) if type(reply[i]) is bytes else None
-        count = reply[i + 1] if i + 1 < len(reply) else None
-        if found is None or type(count) is not int or not 0 < count <= len(reply) - i - 2:
-            raise unexpected_reply("lock_reap", reply)
-        yield *found, [parse_slot(value, "lock_reap") for value in reply[i + 2 : i + 2 + count]]
-        i += 2 + count
-
-
 class Reaper:
     """Reaps one lock namespace: ``run_once()`` for one bounded pass, ``start()`` for a
-    background thread passing every ``interval`` seconds (``stop()`` ends it)."""
+    background thread passing every ``interval`` seconds (``stop()`` ends it). A pass is the
+    operation :meth:`passing`, run between taking and releasing the reaper lock."""
 
     def __init__(
         self,
-        manager: LockManager,
+        manager: Namespace,
         *,
         batch: int = 1000,
         chunk: int = 100,
@@ -85,7 +72,7 @@ class Reaper:
         self.interval = interval
         self.alive = alive
         # holder: this object in the calling thread and process (a Reaper forked along is another runner)
-        self._mutex = manager.lock("fastlock:reaper", ttl=lease)
+        self._mutex = Lock(manager, manager.digester.digest(MUTEX, None, None), name=MUTEX, ttl=lease)
         self._cursor = (0, "")
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -96,50 +83,53 @@ class Reaper:
         if self._mutex.acquire(blocking=False) is None:
             return None
         try:
-            return self._pass()
+            return self.manager.runner.run(self.passing())
         finally:
             self._mutex.release()
 
-    def _pass(self) -> ReapResult:
+    def passing(self) -> Operation[ReapResult]:
+        """One pass from the cursor (without the reaper lock), as an operation."""
         manager = self.manager
         bucket, after = self._cursor
         examined = dropped = released = visited = 0
         while examined < self.batch and visited < manager.buckets:
             want = min(self.chunk, self.batch - examined)
-            page = manager.page(bucket, after, want)
-            if page:
-                after = page[-1].member
-                entries = [entry for entry in page if entry.digest != self._mutex.digest]
-                gone, freed = self._reap(bucket, entries) if entries else (0, 0)
+            found = yield from page(manager, bucket, after, want)
+            if found:
+                after = found[-1].member
+                entries = [entry for entry in found if entry.digest != self._mutex.digest]
+                gone, freed = (yield from self._reap(bucket, entries)) if entries else (0, 0)
                 examined, dropped, released = examined + len(entries), dropped + gone, released + freed
-            if len(page) < want:
+            if len(found) < want:
                 bucket, after, visited = (bucket + 1) % manager.buckets, "", visited + 1
         self._cursor = (bucket, after)
         return ReapResult(examined, dropped, released)
 
-    def _reap(self, bucket: int, entries: list[LockEntry]) -> tuple[int, int]:
+    def _reap(self, bucket: int, entries: list[LockEntry]) -> Operation[tuple[int, int]]:
         manager = self.manager
-        keys: list[str] = list(manager.bucket_keys(bucket))
+        keys: list[str] = list(manager.keys.bucket_keys(bucket))
         args: list[Any] = [manager.max_history]
-        by_scope = {}
+        by_scope: dict[bytes, tuple[LockEntry, Scope]] = {}
         for entry in entries:
-            scope = manager.entry_scope(entry)
+            scope = yield from entry_scope(manager, entry)
             by_scope[scope.name.encode()] = (entry, scope)
             keys += scope.slots
             args += [scope.name, entry.limit]
-        reply = manager.run("lock_reap", keys, args)
-        if type(reply) is not list or not reply or type(reply[0]) is not int:
-            raise unexpected_reply("lock_reap", reply)
+        reply = yield Call("lock_reap", keys, args)
+        dropped, live = reap_reply(reply)
         alive = self.alive
         if alive is None:
-            return reply[0], 0
+            return dropped, 0
         released = 0
-        for entry, scope, held in _live(reply, by_scope):
+        for name, held in live:
+            if name not in by_scope:
+                raise unexpected_reply("lock_reap", reply)
+            entry, scope = by_scope[name]
             for token, job_id in held:
-                if not alive(entry, job_id) and manager.release_scope(scope, job_id, token):
+                if not alive(entry, job_id) and (yield from manager.releasing(scope, job_id, token)):
                     logger.info("reaped lock %s of dead job %s (token %s)", scope.name, job_id, token)
                     released += 1
-        return reply[0], released
+        return dropped, released
 
     def start(self) -> threading.Thread:
         """Run a pass now and every ``interval`` seconds in a daemon thread."""

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from .. import _ids as ids_source
 from ..digest import Digester, check_digest
 from ..exceptions import ArgumentTypeError, DuplicateJob, LeaseLost, ProtocolError
-from ..locks.lock import LockType
+from ..locks.types import LockType
 from ..protocol.arguments import duration_ms
 from ..protocol.slots import hash_tag
 

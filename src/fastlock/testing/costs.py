@@ -18,8 +18,8 @@ import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from ..locks.lock import LockType
 from ..locks.manager import LockManager
+from ..locks.types import LockType
 from ..sync.client import Client
 
 __all__ = [

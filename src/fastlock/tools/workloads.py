@@ -8,7 +8,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ..locks.lock import LockType
+from ..locks.types import LockType
 from ..queues.queue import Batch, Job, Queue
 from ..testing.costs import lifecycle
 from .bench import EVALSHA_ARGS, EVALSHA_KEYS, EVALSHA_SCRIPT, Workload

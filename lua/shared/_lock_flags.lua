@@ -1,0 +1,3 @@
+-- The bits of lock_acquire's and lock_handoff's `flags` argument. This line is their only
+-- definition: fastlock.locks.types reads it for Python (keep its `local A, B = 1, 2` form).
+local TRACK, FENCING, WAITING, WAITED = 1, 2, 4, 8

@@ -1,0 +1,126 @@
+"""The key layout of a lock namespace: :class:`KeySpace`, a :class:`Scope`'s keys, and the
+records that name scopes (:class:`LockEntry`, :class:`ChangelogEntry`).
+
+Key layout (``P`` = prefix, ``b`` = the digest's bucket, ``int(digest[:8], 16) % buckets``)::
+
+    P:{b}:idx                 zset   tracking index: member "<scope>#<limit>", score 0 (lex pages)
+    P:{b}:seq                 string fencing counter (INCR), shared by the bucket's locks
+    P:{b}:log                 stream changelog, when max_history > 0 (XADD MAXLEN)
+    P:{b}:<digest>            string slot 1 of the queue-time scope: "<token>:<waited>:<job_id>"
+    P:{b}:<digest>:<i>        string slot i+1 (limit > 1)
+    P:{b}:<digest>:w          list   wake list of blocked acquirers (short TTL)
+    P:{b}:<digest>:run[...]   the same for the runtime scope
+
+Every key of a digest carries its bucket's hash tag ``{b}``, as do the bucket's index,
+counter and changelog, so each script touches one cluster slot. Buckets spread a
+namespace over ``buckets`` slots; there is no global key. A prefix that already holds a
+hash tag (``app:{locks}``) wins: everything then shares that one slot. A prefix whose first
+``{`` is followed by ``}`` is refused (see :func:`check_prefix`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..protocol.slots import hash_tag
+
+__all__ = ["RUNTIME", "ChangelogEntry", "KeySpace", "LockEntry", "Scope", "check_prefix"]
+
+RUNTIME = ":run"  # the suffix of a digest's runtime scope
+
+
+class Scope:
+    """The keys of one lock scope (queue-time ``<digest>`` or runtime ``<digest>:run``):
+    ``keys`` is what its scripts take (bucket index, counter, changelog, wake list, slots)."""
+
+    __slots__ = ("keys", "name", "slots", "wake")
+
+    def __init__(self, name: str, bucket_keys: tuple[str, str, str], wake: str, slots: list[str]) -> None:
+        self.name = name
+        self.wake = wake
+        self.slots = slots
+        self.keys = (*bucket_keys, wake, *slots)
+
+
+def check_prefix(prefix: str) -> str:
+    """``prefix`` unless its first ``{`` is followed by ``}``: such an empty hash tag makes the
+    server hash every key whole, so a script's keys would span cluster slots (``ValueError``).
+    Any other prefix works: a non-empty tag in it puts the namespace in that one slot, an
+    unclosed ``{`` merges into the bucket's tag."""
+    start = prefix.find("{")
+    if start >= 0 and prefix[start + 1 : start + 2] == "}":
+        raise ValueError(
+            f"lock prefix {prefix!r}: its first '{{' is followed by '}}', an empty hash tag, "
+            "so a lock's keys would hash to different cluster slots"
+        )
+    return prefix
+
+
+class KeySpace:
+    """The keys of a namespace with ``prefix`` spread over ``buckets`` (see the module docstring)."""
+
+    __slots__ = ("_tagged", "buckets", "prefix")
+
+    def __init__(self, prefix: str, buckets: int) -> None:
+        if not 1 <= buckets <= 65536:
+            raise ValueError(f"buckets must be between 1 and 65536, not {buckets!r}")
+        self.prefix = check_prefix(prefix)
+        self.buckets = buckets
+        self._tagged = hash_tag(prefix.encode()) != prefix.encode()
+
+    def bucket(self, digest: str) -> int:
+        """The bucket of ``digest``: ``int(digest[:8], 16) % buckets``."""
+        return int(digest[:8], 16) % self.buckets
+
+    def _bucket_prefix(self, bucket: int) -> str:
+        return f"{self.prefix}:{bucket}" if self._tagged else f"{self.prefix}:{{{bucket}}}"
+
+    def bucket_keys(self, bucket: int) -> tuple[str, str, str]:
+        """(index, fencing counter, changelog) keys of ``bucket``."""
+        prefix = self._bucket_prefix(bucket)
+        return f"{prefix}:idx", f"{prefix}:seq", f"{prefix}:log"
+
+    def scope(self, digest: str, suffix: str, limit: int) -> Scope:
+        """The keys of ``digest``'s queue-time (``suffix=""``) or runtime (:data:`RUNTIME`) scope."""
+        bucket = self.bucket(digest)
+        base = f"{self._bucket_prefix(bucket)}:{digest}{suffix}"
+        slots = [base]
+        if limit > 1:
+            slots += [f"{base}:{i}" for i in range(1, limit)]
+        return Scope(digest + suffix, self.bucket_keys(bucket), f"{base}:w", slots)
+
+
+@dataclass(frozen=True)
+class LockEntry:
+    """One tracked lock scope: its digest, whether it is the runtime (``:run``) scope, its limit."""
+
+    digest: str
+    runtime: bool
+    limit: int
+
+    @property
+    def scope(self) -> str:
+        return self.digest + (RUNTIME if self.runtime else "")
+
+    @property
+    def member(self) -> str:
+        """Its member in the bucket's index."""
+        return f"{self.scope}#{self.limit}"
+
+    @classmethod
+    def parse(cls, member: bytes) -> LockEntry:
+        scope, _, limit = member.decode().rpartition("#")
+        digest, _, run = scope.partition(":")
+        return cls(digest, run == "run", int(limit))
+
+
+@dataclass(frozen=True)
+class ChangelogEntry:
+    """One changelog record: server time in ms, event (locked, conflict, unlocked, deleted,
+    reaped), scope, job id and token."""
+
+    time_ms: int
+    event: str
+    scope: str
+    job_id: str
+    token: int

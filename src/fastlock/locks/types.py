@@ -1,0 +1,131 @@
+"""The lock vocabulary shared by every lock module: :class:`LockType`, :class:`Holder`,
+:class:`LockInfo`, job ids, and the acquire flag bits, read from the one definition the Lua
+scripts include (``lua/shared/_lock_flags.lua``)."""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+
+from ..exceptions import ArgumentError, ArgumentTypeError
+from ..scripts.registry import builtin_folder
+
+__all__ = [
+    "FENCING",
+    "MAX_LIMIT",
+    "TRACK",
+    "WAITED",
+    "WAITING",
+    "Holder",
+    "LockInfo",
+    "LockType",
+    "check_job_id",
+]
+
+MAX_LIMIT = 1000  # most holders a lock may have
+
+
+def _lua_flags() -> dict[str, int]:
+    """The bits ``local TRACK, FENCING, ... = 1, 2, ...`` of ``shared/_lock_flags.lua``."""
+    source = (builtin_folder() / "shared" / "_lock_flags.lua").read_text(encoding="utf-8")
+    found = re.search(r"^local ([A-Z_, ]+) = ([\d, ]+)$", source, re.MULTILINE)
+    if found is None:
+        raise ImportError("shared/_lock_flags.lua does not define the lock flag bits")
+    names, values = found[1].split(", "), found[2].split(", ")
+    return dict(zip(names, map(int, values), strict=True))
+
+
+_FLAGS = _lua_flags()
+TRACK = _FLAGS["TRACK"]  # keep the scope in the bucket index
+FENCING = _FLAGS["FENCING"]  # mint tokens from the bucket's counter
+WAITING = _FLAGS["WAITING"]  # on conflict, flag the holders' slots so that a release wakes a waiter
+WAITED = _FLAGS["WAITED"]  # the acquirer waited: its own slot wakes the next waiter on release
+
+
+class LockType(str, enum.Enum):  # noqa: UP042 - StrEnum needs Python 3.11
+    """When a job's lock is taken and released (sidekiq-unique-jobs semantics)."""
+
+    UNTIL_EXECUTING = "until_executing"
+    UNTIL_EXECUTED = "until_executed"
+    UNTIL_EXPIRED = "until_expired"
+    WHILE_EXECUTING = "while_executing"
+    WHILE_EXECUTING_REJECT = "while_executing_reject"
+    UNTIL_AND_WHILE_EXECUTING = "until_and_while_executing"
+
+    @classmethod
+    def parse(cls, value: str | LockType) -> LockType:
+        """A type from its name or one of sidekiq-unique-jobs' aliases."""
+        if type(value) is str and value in _BY_NAME:
+            return _BY_NAME[value]
+        try:
+            return cls(_ALIASES.get(str(value), value))
+        except ValueError:
+            known = ", ".join(t.value for t in cls)
+            raise ValueError(f"unknown lock type {value!r}; known: {known} (and aliases)") from None
+
+    @property
+    def queued(self) -> bool:
+        """True when the type locks at enqueue time (the digest's queue scope)."""
+        return self is not _WHILE_EXECUTING and self is not _WHILE_EXECUTING_REJECT
+
+    @property
+    def runtime(self) -> bool:
+        """True when the type locks while the job runs (the digest's ``:run`` scope)."""
+        return (
+            self is _WHILE_EXECUTING or self is _WHILE_EXECUTING_REJECT or self is _UNTIL_AND_WHILE_EXECUTING
+        )
+
+
+_WHILE_EXECUTING = LockType.WHILE_EXECUTING  # globals: an Enum class attribute is slow to read
+_WHILE_EXECUTING_REJECT = LockType.WHILE_EXECUTING_REJECT
+_UNTIL_AND_WHILE_EXECUTING = LockType.UNTIL_AND_WHILE_EXECUTING
+
+_ALIASES = {
+    "while_enqueued": "until_executing",
+    "until_completed": "until_executed",
+    "until_performed": "until_executed",
+    "until_processed": "until_executed",
+    "until_successfully_completed": "until_executed",
+    "around_perform": "while_executing",
+    "while_busy": "while_executing",
+    "while_working": "while_executing",
+}
+_BY_NAME = {  # parse's fast path: every name and alias to its type
+    **{kind.value: kind for kind in LockType},
+    **{alias: LockType(name) for alias, name in _ALIASES.items()},
+}
+
+
+@dataclass(frozen=True)
+class Holder:
+    """One holder of a lock: ``ttl`` is the seconds left before its slot expires (``None``: never);
+    ``runtime``: it holds the runtime (``:run``) scope."""
+
+    job_id: str
+    token: int
+    ttl: float | None
+    runtime: bool = False
+
+
+@dataclass(frozen=True)
+class LockInfo:
+    """A lock's settings and its holders now (``runtime_holders``: the ``:run`` scope)."""
+
+    digest: str
+    name: str | None
+    type: LockType
+    limit: int
+    ttl: float | None
+    timeout: float
+    holders: list[Holder]
+    runtime_holders: list[Holder]
+
+
+def check_job_id(job_id: object) -> str:
+    """``job_id`` if it is a non-empty ``str``; else ``ArgumentTypeError`` or ``ArgumentError``."""
+    if isinstance(job_id, str):
+        if job_id:
+            return job_id
+        raise ArgumentError("a job id must be a non-empty str, not ''")
+    raise ArgumentTypeError(f"a job id must be a non-empty str, not {type(job_id).__qualname__!r}")
