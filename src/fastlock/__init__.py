@@ -55,7 +55,8 @@ from .locks.conflict import Conflict
 from .locks.lock import Holder, Lock, LockInfo, LockType
 from .locks.manager import LockEntry, LockManager
 from .locks.reaper import Reaper
-from .queues.queue import Batch, Job, Queue, Unique
+from .queues.jobs import Batch, Job, Unique
+from .queues.queue import Queue
 from .queues.worker import Worker
 from .scripts.registry import Script, ScriptCounters, ScriptRegistry
 from .sync.client import BoundScript, Client, Pipeline

@@ -20,7 +20,8 @@ from harness.cores import AVAILABLE
 from harness.servers import ExternalServer, TempServer
 
 import fastlock
-from fastlock.queues.queue import Job, Queue, QueueStats
+from fastlock.queues.jobs import Job, QueueStats
+from fastlock.queues.queue import Queue
 from fastlock.queues.worker import TRANSIENT, Worker
 
 pytestmark = pytest.mark.fault

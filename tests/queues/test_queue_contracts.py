@@ -11,7 +11,9 @@ import pytest
 
 import fastlock
 from fastlock.protocol.slots import same_slot
-from fastlock.queues.queue import MAX_BATCH, Job, Queue, Unique
+from fastlock.queues.calls import MAX_BATCH
+from fastlock.queues.jobs import Job, Unique
+from fastlock.queues.queue import Queue
 from fastlock.queues.worker import Worker
 
 BAD_DURATIONS = [1e16, float("inf"), float("nan"), -1, "1", True, None]

@@ -12,7 +12,8 @@ from harness.blocking import wait_until_blocked
 from harness.servers import TempServer, free_port
 
 import fastlock
-from fastlock.queues.queue import Job, Queue, QueueStats
+from fastlock.queues.jobs import Job, QueueStats
+from fastlock.queues.queue import Queue
 from fastlock.queues.worker import Worker
 from fastlock.testing.commandstats import command_calls
 
