@@ -15,9 +15,9 @@ from ..exceptions import ArgumentTypeError
 from ..operations import Call, Operation
 from ..protocol.arguments import duration_ms
 from ..protocol.slots import hash_tag
-from .jobs import Job, Unique, enqueued_many, extended
+from .jobs import Job, Recovered, Unique, enqueued_many, extended, recovered
 
-__all__ = ["MAX_BATCH", "QueueBase", "checked_int", "enqueue_batches", "extend_batches"]
+__all__ = ["MAX_BATCH", "QueueBase", "checked_int", "enqueue_batches", "extend_batches", "recover_rounds"]
 
 MAX_BATCH = 1000
 """Most jobs one script call enqueues, claims, completes, extends, recovers or touches."""
@@ -122,6 +122,19 @@ def extend_batches(keys: Sequence[str], jobs: Sequence[Job], calls: list[list[An
         lost += extended((yield Call("queue_extend", keys, args)), chunk)
         start += len(chunk)
     return lost
+
+
+def recover_rounds(keys: Sequence[str], args: tuple[int, int], rounds: int) -> Operation[Recovered]:
+    """Run ``queue_recover`` until it reports nothing more, at most ``rounds`` times; returns
+    the totals, ``more`` as the last call said."""
+    requeued = dead = 0
+    more = False
+    for _ in range(rounds):
+        done = recovered((yield Call("queue_recover", keys, args)))
+        requeued, dead, more = requeued + done.requeued, dead + done.dead, done.more
+        if not more:
+            break
+    return Recovered(requeued, dead, more)
 
 
 class QueueBase(Generic[R]):
@@ -282,7 +295,8 @@ class QueueBase(Generic[R]):
         starts = range(0, len(members), MAX_BATCH)
         return [[lease_ms, *members[start : start + MAX_BATCH]] for start in starts]
 
-    def _recover_args(self, limit: int) -> tuple[int, int]:
+    def _recover_args(self, limit: int, rounds: int) -> tuple[int, int]:
+        checked_int(rounds, "rounds", 1, MAX_BATCH)
         return checked_int(limit, "limit", 1, MAX_BATCH), self.max_attempts
 
     def _wait_args(self, timeout: float, interrupt: str | None) -> tuple[tuple[Any, ...], float]:

