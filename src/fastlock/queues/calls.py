@@ -106,9 +106,7 @@ def enqueue_batches(keys: Sequence[str], calls: list[list[Any]]) -> Operation[li
     id, payload, ...``); returns the ids of every call's jobs."""
     ids: list[str] = []
     for args in calls:
-        fresh = args[2::2]
-        enqueued_many((yield Call("queue_enqueue_many", keys, args)), len(fresh))
-        ids += fresh
+        ids += enqueued_many((yield Call("queue_enqueue_many", keys, args)), args)
     return ids
 
 

@@ -168,10 +168,13 @@ def enqueued(reply: Any, job_id: str) -> str:
     raise unexpected("queue_enqueue", reply)
 
 
-def enqueued_many(reply: Any, count: int) -> None:
-    """Check that ``queue_enqueue_many`` added ``count`` jobs."""
-    if reply != count or type(reply) is not int:
+def enqueued_many(reply: Any, args: list[Any]) -> list[str]:
+    """The ids of the jobs of one ``queue_enqueue_many`` call with ``args`` (``delay,
+    priority, id, payload, ...``), once the reply says it added them all."""
+    ids: list[str] = args[2::2]
+    if reply != len(ids) or type(reply) is not int:
         raise unexpected("queue_enqueue_many", reply)
+    return ids
 
 
 def claimed(reply: Any) -> Batch:

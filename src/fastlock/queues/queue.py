@@ -32,6 +32,7 @@ from .jobs import (
     dead_count,
     dead_jobs,
     enqueued,
+    enqueued_many,
     extended,
     failed,
     queue_stats,
@@ -70,6 +71,8 @@ class Queue(QueueBase[Runner]):
         each); returns their ids. ``delay`` and ``priority`` apply to all. Every payload
         is checked before the first call."""
         calls = self._enqueue_many_calls(payloads, delay, priority)
+        if len(calls) == 1:  # direct: a generator would cost the batched path 1.5 %
+            return enqueued_many(self.client.call("queue_enqueue_many", self.keys, calls[0]), calls[0])
         return self.client.run(enqueue_batches(self.keys, calls))
 
     # ---- consuming
