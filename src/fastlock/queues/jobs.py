@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import islice
 from typing import Any, NamedTuple
 
 from ..exceptions import ArgumentTypeError, DuplicateJob, LeaseLost, ProtocolError, ResponseError
@@ -188,12 +187,12 @@ def claimed(reply: Any) -> Batch:
                 batch.next_due_in = max(0.0, (float(next_due) - now) / 1000)
             return batch
         append = batch.append
-        items = islice(reply, 2, None)
-        for member in items:  # cheaper than zip(items, items) for the common short claim
+        for i in range(2, len(reply), 2):
+            member = reply[i]
             # Member.decode inlined: a call per job costs the batched path over 5 % (measured)
             token, attempt, _priority, _unique, job_id = member.split(b"|", 4)
-            append(Job(job_id.decode(), next(items), int(attempt), int(token), member))
-    except (TypeError, ValueError, AttributeError, StopIteration) as exc:
+            append(Job(job_id.decode(), reply[i + 1], int(attempt), int(token), member))
+    except (TypeError, ValueError, AttributeError, IndexError) as exc:
         raise unexpected("a claim", reply) from exc
     return batch
 
