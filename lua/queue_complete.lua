@@ -5,6 +5,7 @@
 -- Returns {{indexes of lost members}, claim reply or {}}; nothing is claimed when any
 -- lease was lost.
 -- #include "shared/_queue_claim.lua"
+-- #include "shared/_queue_leases.lua"
 local keep, count = tonumber(ARGV[1]), tonumber(ARGV[2])
 local members, held, missing = {}, {}, {}
 for i = 5, #ARGV do
@@ -17,33 +18,15 @@ if #members == 1 then
     missing[1] = 1
   end
 else
-  local scores = redis.call('ZMSCORE', K_ACTIVE, unpack(members))
-  local current = {}
-  for i, member in ipairs(members) do
-    if scores[i] then
-      held[#held + 1] = i
-      current[#current + 1] = member
-    else
-      missing[#missing + 1] = i
-    end
-  end
-  if #current > 0 then
-    redis.call('ZREM', K_ACTIVE, unpack(current))
+  held, missing = partition(K_ACTIVE, members)
+  if #held > 0 then
+    redis.call('ZREM', K_ACTIVE, unpack(pick(members, held)))
   end
 end
 local lost = missing
 if #missing > 0 and keep > 0 then
-  local probe = {}
-  for j, i in ipairs(missing) do
-    probe[j] = members[i]
-  end
-  local seen = redis.call('ZMSCORE', K_DONE, unpack(probe))
-  lost = {}
-  for j, i in ipairs(missing) do
-    if not seen[j] then
-      lost[#lost + 1] = i
-    end
-  end
+  local _, unseen = partition(K_DONE, pick(members, missing))
+  lost = pick(missing, unseen)
 end
 if #held > 0 then
   local ids, locks, history = {}, {}, {}

@@ -2,24 +2,20 @@
 -- (a lease past its deadline that nobody recovered yet is renewed too).
 -- KEYS: the queue's keys. ARGV: lease ms, then lease members.
 -- Returns {now, indexes of lost members...}.
--- #include "shared/_queue_keys.lua"
+-- #include "shared/_queue_leases.lua"
 local now = now_ms()
 local members = {}
 for i = 2, #ARGV do
   members[#members + 1] = ARGV[i]
 end
-local scores = redis.call('ZMSCORE', K_ACTIVE, unpack(members))
-local deadline = int(now + tonumber(ARGV[1]))
-local leases, reply = {}, {now}
-for i, member in ipairs(members) do
-  if scores[i] then
-    leases[#leases + 1] = deadline
-    leases[#leases + 1] = member
-  else
-    reply[#reply + 1] = i
+local held, lost = partition(K_ACTIVE, members)
+if #held > 0 then
+  local deadline = int(now + tonumber(ARGV[1]))
+  local leases = {}
+  for j, i in ipairs(held) do
+    leases[2 * j - 1] = deadline
+    leases[2 * j] = members[i]
   end
-end
-if #leases > 0 then
   redis.call('ZADD', K_ACTIVE, 'XX', unpack(leases))
 end
-return reply
+return {now, unpack(lost)}

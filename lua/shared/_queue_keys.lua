@@ -1,4 +1,4 @@
--- Keys and helpers shared by every queue script (layout: docs/queues.md, fastlock/queue.py).
+-- Keys and helpers shared by every queue script (layout: docs/queues.md, fastlock.queues.calls).
 -- Every queue script receives the same KEYS, in this order, all under the queue's {tag}.
 local K_READY, K_PRIO, K_SEQ, K_DELAYED = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local K_ACTIVE, K_DATA, K_FENCE, K_DONE = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
@@ -17,9 +17,9 @@ local function now_ms()
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- A job word is "<attempts>|<priority>|<unique>|<id>": attempts made, priority or '',
--- '' or 'd'/'s' + digest (unique lock held until done / until started), then the id.
--- A lease member in K_ACTIVE is "<token>|<word>" with the current attempt counted.
+-- Job words "<attempts>|<priority>|<unique>|<id>" and lease members "<token>|<word>" (the
+-- current attempt counted) are specified in docs/queues.md, "Job words and lease members";
+-- the client's definition of a member is fastlock.queues.jobs.Member.
 local function split_word(word)
   return string.match(word, '^(%d+)|([^|]*)|([^|]*)|(.*)$')
 end

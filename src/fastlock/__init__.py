@@ -57,7 +57,8 @@ from .locks.lock import Lock
 from .locks.manager import LockManager
 from .locks.reaper import Reaper
 from .locks.types import Holder, LockInfo, LockType
-from .queues.queue import Batch, Job, Queue, Unique
+from .queues.jobs import Batch, Job, Unique
+from .queues.queue import Queue
 from .queues.worker import Worker
 from .scripts.registry import Script, ScriptCounters, ScriptRegistry
 from .sync.client import BoundScript, Client, Pipeline

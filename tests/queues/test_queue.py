@@ -12,7 +12,9 @@ import pytest
 import fastlock
 from fastlock.digest import Digester
 from fastlock.protocol.slots import same_slot
-from fastlock.queues.queue import MAX_BATCH, Queue, QueueStats, Unique
+from fastlock.queues.calls import MAX_BATCH
+from fastlock.queues.jobs import QueueStats, Unique
+from fastlock.queues.queue import Queue
 
 
 @pytest.fixture

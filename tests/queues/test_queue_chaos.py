@@ -19,7 +19,8 @@ import pytest
 from harness.cores import AVAILABLE
 
 import fastlock
-from fastlock.queues.queue import Job, Queue, QueueStats
+from fastlock.queues.jobs import Job, Member, QueueStats
+from fastlock.queues.queue import Queue
 from fastlock.queues.worker import TRANSIENT, Worker
 from fastlock.testing.servers import ExternalServer, TempServer
 
@@ -67,9 +68,8 @@ def worker_process(url: str, impl: str, seed: int) -> None:
 def done_members(client: fastlock.Client, queue: Queue) -> dict[str, list[tuple[int, int]]]:
     """Completions in Redis's view: job id -> [(token, attempt)] from the completion history."""
     done: dict[str, list[tuple[int, int]]] = defaultdict(list)
-    for member in client.execute("ZRANGE", queue.key["done"], 0, -1):
-        token, attempt, _, _, job_id = member.decode().split("|", 4)
-        done[job_id].append((int(token), int(attempt)))
+    for member in map(Member.decode, client.execute("ZRANGE", queue.key["done"], 0, -1)):
+        done[member.id].append((member.token, member.attempt))
     return done
 
 

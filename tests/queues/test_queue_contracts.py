@@ -11,7 +11,9 @@ import pytest
 
 import fastlock
 from fastlock.protocol.slots import same_slot
-from fastlock.queues.queue import MAX_BATCH, Job, Queue, Unique
+from fastlock.queues.calls import MAX_BATCH
+from fastlock.queues.jobs import Job, Member, Unique
+from fastlock.queues.queue import Queue
 from fastlock.queues.worker import Worker
 
 BAD_DURATIONS = [1e16, float("inf"), float("nan"), -1, "1", True, None]
@@ -212,7 +214,7 @@ HOSTILE = {
 
 
 def _run(queue: Queue, script: str) -> object:
-    job = Job("x", b"", 1, 1, b"1|1|||x")
+    job = Job("x", b"", 1, 1, Member(1, 1, "", "", "x").encode())
     calls: dict[str, Callable[[], object]] = {
         "queue_enqueue": lambda: queue.enqueue(b"x"),
         "queue_enqueue_many": lambda: queue.enqueue_many([b"x"]),

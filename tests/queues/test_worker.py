@@ -11,7 +11,8 @@ import pytest
 from harness.blocking import wait_until_blocked
 
 import fastlock
-from fastlock.queues.queue import Job, Queue, QueueStats
+from fastlock.queues.jobs import Job, QueueStats
+from fastlock.queues.queue import Queue
 from fastlock.queues.worker import Worker
 from fastlock.testing.costs import command_calls
 from fastlock.testing.servers import TempServer, free_port

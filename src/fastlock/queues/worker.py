@@ -1,4 +1,4 @@
-"""A worker loop over a :class:`~fastlock.queues.queue.Queue`.
+"""A worker loop over a :class:`~fastlock.queues.queue.Queue`, and the process's lease heartbeat.
 
 :class:`Worker` claims jobs in batches and runs a handler on each. It completes each
 successful job before it starts the next (the last one's completion claims the next batch
@@ -31,7 +31,9 @@ from ..exceptions import (
     ReadOnlyError,
 )
 from ..protocol.arguments import duration_ms
-from .queue import MAX_BATCH, MAX_COUNT, Batch, Job, Queue, checked_int
+from .calls import MAX_BATCH, MAX_COUNT, checked_int
+from .jobs import Batch, Job
+from .queue import Queue
 
 __all__ = ["Heartbeat", "Worker", "heartbeat"]
 
@@ -58,7 +60,6 @@ class _Warnings:
 
 
 _MAX_RECOVER_CALLS = 10
-_STOP_SIGNAL_MS = 60_000  # an unconsumed stop signal (worker not idle) expires by itself
 
 
 class Heartbeat:
@@ -179,9 +180,8 @@ class Worker:
         """Ask :meth:`run` to return after the current batch (nothing more is claimed); an
         idle worker is woken at once. A stopped worker stays stopped."""
         self._stopping.set()
-        wake = self.queue.client.pipeline().execute_command("ZADD", self._interrupt, 0, "stop")
         try:
-            wake.execute_command("PEXPIRE", self._interrupt, _STOP_SIGNAL_MS).execute()
+            self.queue.interrupt(self._interrupt)
         except TRANSIENT as exc:
             self._warn(exc, "could not wake the worker to stop it")
 
@@ -301,9 +301,7 @@ class Worker:
 
     def _recover(self) -> None:
         try:
-            for _ in range(_MAX_RECOVER_CALLS):
-                if not self.queue.recover(self.recover_limit).more:
-                    break
+            self.queue.recover(self.recover_limit, rounds=_MAX_RECOVER_CALLS)
         except TRANSIENT as exc:
             self._warn(exc, "recovery failed")
         self._next_recovery = monotonic() + self.queue.lease / 2 * random.uniform(0.5, 1.5)

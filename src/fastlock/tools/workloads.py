@@ -9,7 +9,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..locks.types import LockType
-from ..queues.queue import Batch, Job, Queue
+from ..queues.jobs import Batch, Job
+from ..queues.queue import Queue
 from ..testing.costs import lifecycle
 from .bench import EVALSHA_ARGS, EVALSHA_KEYS, EVALSHA_SCRIPT, Workload
 
