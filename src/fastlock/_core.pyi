@@ -1,5 +1,5 @@
 """Type stubs for the Cython core (``_core.pyx``); ``_core_py.py`` has the same API (checked
-by ``tests/protocol/test_stubs.py``), and both satisfy :class:`fastlock.protocol.core.Core`."""
+by ``tests/protocol/test_stubs.py``), and both satisfy :class:`fastlock._impl.Core`."""
 
 import socket
 from collections.abc import Iterable, Sequence

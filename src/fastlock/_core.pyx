@@ -1,8 +1,8 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 # cython: autotestdict=False, auto_pickle=False
-"""The Cython core, one extension built from its parts: ``protocol/resp.pxi`` (the RESP
-writer into one growable C buffer and the incremental reply reader, sans I/O) and
-``sync/conn.pxi`` (the blocking connection doing one ``send`` and one ``recv`` per
+"""The Cython core, one extension built from its parts: ``protocol/writer.pxi`` (the RESP
+writer into one growable C buffer) and ``protocol/reader.pxi`` (the incremental reply
+reader), both sans I/O, and ``sync/conn.pxi`` (the blocking connection doing one ``send`` and one ``recv`` per
 command). Included, not imported, so calls between the parts are direct C calls.
 
 ``_core_py.py`` is the pure-Python twin with the same API and the same bytes.
@@ -64,5 +64,6 @@ cdef int invariant(bint holds, str what) except -1:
     return 0
 
 
-include "protocol/resp.pxi"
+include "protocol/writer.pxi"
+include "protocol/reader.pxi"
 include "sync/conn.pxi"

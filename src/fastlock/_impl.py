@@ -1,4 +1,5 @@
-"""Choose the core implementation: ``FASTLOCK_IMPL=cython|python``, else the best one.
+"""The two cores (Cython ``fastlock._core``, pure-Python ``fastlock._core_py``): their typed
+interface, and the choice between them: ``FASTLOCK_IMPL=cython|python``, else the best one.
 
 Asking for an implementation that cannot be imported is an error; without a request the
 Cython core is used when it imports and the pure-Python core otherwise.
@@ -8,18 +9,64 @@ from __future__ import annotations
 
 import importlib
 import os
-from typing import TYPE_CHECKING, cast
+import socket
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from .protocol.core import Core, CoreConnection, CoreReader
+__all__ = ["IMPLEMENTATIONS", "Core", "CoreConnection", "CoreReader", "load_core"]
+
+
+class CoreReader(Protocol):
+    """An incremental RESP reply reader (``ReplyReader``)."""
+
+    def feed(self, data: Any, offset: int = 0, length: int = -1) -> None: ...
+    def has_data(self) -> bool: ...
+    def gets(self) -> Any: ...
+
+
+class CoreConnection(Protocol):
+    """A blocking connection to one server (``Connection``)."""
+
+    last_used: float
+    generation: int
+
+    def __init__(self, sock: socket.socket) -> None: ...
+    @property
+    def sock(self) -> socket.socket: ...
+    @property
+    def broken(self) -> bool: ...
+    @property
+    def round_trips(self) -> int: ...
+    def close(self) -> None: ...
+    def execute(self, args: tuple[Any, ...]) -> Any: ...
+    def evalsha(self, sha: str | bytes, keys: Iterable[Any], args: Iterable[Any]) -> Any: ...
+    def pipeline(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]: ...
+
+
+class Core(Protocol):
+    """A core module: the encoders, the reader and the connection."""
+
+    @property
+    def DEBUG(self) -> bool: ...
+    @property
+    def NOT_ENOUGH(self) -> Any: ...
+    @property
+    def Connection(self) -> type[CoreConnection]: ...
+    @property
+    def ReplyReader(self) -> type[CoreReader]: ...
+    def encode_command(self, *args: Any) -> bytes: ...
+    def encode_evalsha(self, sha: str | bytes, keys: Iterable[Any], args: Iterable[Any]) -> bytes: ...
+    def encode_pipeline(self, commands: Iterable[tuple[Any, ...]]) -> bytes: ...
+
 
 if TYPE_CHECKING:  # mypy checks both cores against the interface (a module's classes one by one)
-    from . import _core, _core_py
+    from . import _core as _cython
+    from . import _core_py as _python
 
-    _CORES: tuple[Core, ...] = (_core, _core_py)
-    _CONNECTIONS: tuple[type[CoreConnection], ...] = (_core.Connection, _core_py.Connection)
-    _READERS: tuple[type[CoreReader], ...] = (_core.ReplyReader, _core_py.ReplyReader)
+    _CORES: tuple[Core, ...] = (_cython, _python)
+    _CONNECTIONS: tuple[type[CoreConnection], ...] = (_cython.Connection, _python.Connection)
+    _READERS: tuple[type[CoreReader], ...] = (_cython.ReplyReader, _python.ReplyReader)
 
-__all__ = ["IMPLEMENTATIONS", "load_core"]
 
 IMPLEMENTATIONS = {"cython": "fastlock._core", "python": "fastlock._core_py"}
 

@@ -1,5 +1,5 @@
 """The RESP protocol in pure Python, sans I/O: the encoders (the same bytes as the Cython
-``protocol/resp.pxi``) and an incremental reply reader that needs no hiredis yet returns
+``protocol/writer.pxi``) and an incremental reply reader that needs no hiredis yet returns
 what hiredis returns and raises what it raises. Nothing here touches a socket or a clock.
 """
 

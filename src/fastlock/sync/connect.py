@@ -14,8 +14,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from .._impl import Core, CoreConnection
 from ..exceptions import ConnectionError, ResponseError, TimeoutError
-from ..protocol.core import Core, CoreConnection
 
 __all__ = ["ConnectionParams", "open_connection", "parse_url", "tls_context"]
 

@@ -24,8 +24,8 @@ from collections import deque
 from collections.abc import Callable
 from time import monotonic
 
+from .._impl import CoreConnection
 from ..exceptions import PoolTimeoutError
-from ..protocol.core import CoreConnection
 
 __all__ = ["ConnectionPool"]
 
