@@ -15,7 +15,7 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias, TypeVar
 
-__all__ = ["Blocking", "Call", "Command", "Commands", "Operation", "Runner", "Sleep", "Step"]
+__all__ = ["AsyncRunner", "Blocking", "Call", "Command", "Commands", "Operation", "Runner", "Sleep", "Step"]
 
 T = TypeVar("T")
 
@@ -93,5 +93,36 @@ class Runner(Protocol):
         ...
 
     def run(self, operation: Operation[T]) -> T:
+        """Run a multi-step operation to its end and return what it returns."""
+        ...
+
+
+class AsyncRunner(Protocol):
+    """The asyncio twin of :class:`Runner`: the same methods, awaited."""
+
+    async def call(
+        self,
+        name: str,
+        keys: Sequence[Any] = (),
+        args: Sequence[Any] = (),
+        *,
+        busy_timeout: float | None = None,
+    ) -> Any:
+        """Run script ``name`` (EVALSHA, with the NOSCRIPT/BUSY policy) and return its reply."""
+        ...
+
+    async def execute(self, *args: Any) -> Any:
+        """Run one command and return its reply."""
+        ...
+
+    async def execute_blocking(self, *args: Any, timeout: float) -> Any:
+        """Run a blocking command that may wait ``timeout`` seconds on the server."""
+        ...
+
+    async def execute_many(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
+        """Send ``commands`` in one write; replies in order, error replies in place."""
+        ...
+
+    async def run(self, operation: Operation[T]) -> T:
         """Run a multi-step operation to its end and return what it returns."""
         ...
