@@ -141,8 +141,7 @@ def _from_entry(entry: bytes, score: Any, size: int, error: Any, state: str) -> 
                        "", at, None, payload_size, None, text.decode())  # fmt: skip
     token = None
     if state == "active":
-        member = Member.decode(entry)
-        token, attempts, level, unique, job_id = member.token, member.attempt, member.priority, member.unique, member.id
+        token, attempts, level, unique, job_id = Member.decode(entry)
     else:
         word = entry.split(b"|", 3)
         attempts, level, unique, job_id = int(word[0]), word[1].decode(), word[2].decode(), word[3].decode()
@@ -156,7 +155,8 @@ def page(reply: Any, state: str, offset: int) -> Page:
         now, total, *rows = reply
         if len(rows) % 4:
             raise ValueError(reply)
-        jobs = [_from_entry(*rows[i : i + 4], state) for i in range(0, len(rows), 4)]
+        columns = rows[0::4], rows[1::4], rows[2::4], rows[3::4]
+        jobs = [_from_entry(*row, state) for row in zip(*columns, strict=True)]
         return Page(state, offset, int(total), now / 1000, jobs)
     except (TypeError, ValueError, AttributeError, IndexError):
         raise unexpected("queue_peek", reply) from None
