@@ -45,6 +45,8 @@ def _plain(value: Any) -> Any:
         return {f.name: _plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
     if isinstance(value, tuple) and hasattr(value, "_asdict"):
         return {name: _plain(item) for name, item in value._asdict().items()}
+    if isinstance(value, dict):
+        return {key: _plain(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return [_plain(item) for item in value]
     if isinstance(value, bytes):
