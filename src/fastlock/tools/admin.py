@@ -103,7 +103,7 @@ def locks_list(client: Client, args: argparse.Namespace) -> tuple[Any, str, int]
         entries += found
         if cursor == "0":
             break
-    rows = [[e.digest, "run" if e.runtime else "queue", e.limit] for e in entries]
+    rows = [[e.digest, "runtime" if e.runtime else "queue-time", e.limit] for e in entries]
     human = _table(("digest", "scope", "limit"), rows) + f"\n{len(entries)} scopes; next cursor {cursor}"
     return {"cursor": cursor, "entries": entries}, human, OK
 
