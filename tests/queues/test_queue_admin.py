@@ -13,7 +13,7 @@ from harness.monitor import monitor, scripts_in_one_slot
 
 import fastlock
 from fastlock.exceptions import ArgumentTypeError
-from fastlock.queues.admin import PREVIEW, Cancelled, UniqueLock
+from fastlock.queues.admin import PREVIEW, Cancelled, UniqueLock, cancelled, job_info, page
 from fastlock.queues.jobs import QueueStats, Unique
 from fastlock.queues.queue import Queue
 from fastlock.testing.costs import measure_cost
@@ -230,3 +230,21 @@ def test_every_queue_script_stays_in_one_slot(server: Any, redis_url: str, prefi
         scripts = scripts_in_one_slot(client, recorded[0])
         assert {"queue_peek", "queue_job", "queue_cancel"} <= scripts
         assert scripts == {path.stem for path in LUA.glob("queue_*.lua")}
+
+
+@pytest.mark.parametrize(
+    ("parse", "reply"),
+    [
+        (lambda r: page(r, "ready", 0), [1, 2, b"0|||a"]),
+        (lambda r: page(r, "active", 0), [1, 1, b"not a member", b"1", 1, False]),
+        (lambda r: page(r, "ready", 0), b"junk"),
+        (lambda r: job_info(r, "a"), [b"ready", b"0|||b", b"", 1, False, False]),  # another job
+        (lambda r: job_info(r, "a"), [b"gone", b"", b"", -1, False, False]),
+        (lambda r: job_info(r, "a"), None),
+        (cancelled, [2, b"ready"]),
+        (cancelled, [1]),
+    ],
+)
+def test_admin_parsers_refuse_unexpected_replies(parse: Any, reply: Any) -> None:
+    with pytest.raises(fastlock.ProtocolError):
+        parse(reply)

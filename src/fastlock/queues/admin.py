@@ -169,6 +169,8 @@ def job_info(reply: Any, job_id: str) -> JobInfo:
         state = state.decode()
         if state in ("missing", "queued"):
             return JobInfo(job_id, state, payload_size=None if size < 0 else size, preview=preview or None)
+        if state not in STATES:
+            raise ValueError(reply)
         info = _from_entry(job_id.encode() if state == "dead" else entry, score, size, error, state)
         if info.id != job_id:
             raise ValueError(reply)
