@@ -44,6 +44,7 @@ def setup(redis_url: str) -> Any:
         (dead,) = queue.claim(1)
         queue.fail(dead, "SMTPError: refused")
         client.lock("report", ttl=60).acquire("worker-1")
+        client.lock("SendInvoice", queue="default", args=[42], ttl=60).acquire("job-42")
         yield queue, ids, claimed, dead
 
 
@@ -102,6 +103,11 @@ def test_queue_unique_locks(redis_url: str) -> None:
 def test_locks_commands(redis_url: str, setup: Any) -> None:
     with fastlock.Client(redis_url) as client:
         digest = client.locks.digest("report")
+    invoice = ok_json(
+        "locks", "inspect", "SendInvoice", "--name", "--queue", "default", "--args", "[42]", url=redis_url
+    )
+    assert invoice["holders"][0]["job_id"] == "job-42"
+    assert ok_json("locks", "delete", invoice["digest"], url=redis_url)["removed"] == 1
     listed = ok_json("locks", "list", url=redis_url)
     assert listed == {"cursor": "0", "entries": [{"digest": digest, "runtime": False, "limit": 1}]}
     assert digest in cli("locks", "list", url=redis_url).stdout
@@ -120,6 +126,7 @@ def test_usage_and_server_errors(redis_url: str) -> None:
     assert cli("queue", "peek", "mail", "--state", "done", url=redis_url).returncode == 2  # argparse
     assert cli("queue", url=redis_url).returncode == 2
     assert "usage: " in error_line(cli("locks", "inspect", "x", "--name", "--args", "{", url=redis_url), 2)
+    assert "lowercase hex" in error_line(cli("locks", "delete", "report", url=redis_url), 2)  # a name: --name
     assert "ConnectionError" in error_line(cli("queue", "stats", "mail", url="redis://127.0.0.1:1/0"), 4)
     from_env = cli("queue", "stats", "mail", "--json", url=None, env={"FASTLOCK_URL": redis_url})
     assert json.loads(from_env.stdout) == {"ready": 0, "delayed": 0, "active": 0, "dead": 0}

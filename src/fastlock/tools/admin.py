@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from .. import Client, LockManager
+from ..digest import check_digest
 from ..exceptions import ArgumentError, ArgumentTypeError, FastlockError
 from ..locks.keys import LockEntry
 from ..queues.admin import STATES, WINDOW, JobInfo
@@ -91,8 +92,8 @@ def _manager(client: Client, args: argparse.Namespace) -> LockManager:
 
 def _digest(manager: LockManager, args: argparse.Namespace) -> str:
     if args.name:
-        return manager.digest(args.target, None, json.loads(args.args) if args.args else None)
-    return str(args.target)
+        return manager.digest(args.target, args.lock_queue, json.loads(args.args) if args.args else None)
+    return check_digest(args.target)
 
 
 def locks_list(client: Client, args: argparse.Namespace) -> tuple[Any, str, int]:
@@ -240,6 +241,7 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
         one.add_argument("target", help="the lock's digest (or its name, with --name)")
         one.add_argument("--name", action="store_true", help="TARGET is a lock name: use its digest")
         one.add_argument("--args", help="with --name: the lock's args, as JSON")
+        one.add_argument("--queue", dest="lock_queue", help="with --name: the lock's queue")
         one.add_argument("--limit", type=_positive, help="the lock's limit (default: the tracked one)")
         if name == "inspect":
             one.add_argument("--runtime", action="store_true", help="the runtime (:run) scope")
