@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 
 import fastlock
+from fastlock.queues.admin import STATES
 from fastlock.queues.queue import Queue
 from fastlock.testing.costs import command_calls
 from fastlock.testing.servers import TempServer
@@ -101,7 +102,7 @@ def main() -> int:
         for i in range(args.locks):
             manager.lock(f"res{i}", ttl=3600).acquire("job")
         ready, delayed, active, dead = (
-            queue.peek(state, count=1).jobs for state in fastlock.queues.admin.STATES
+            queue.peek(state, count=1).jobs for state in STATES
         )
         middle = queue.peek("ready", offset=args.jobs // 3, count=1).jobs[0].id
         victims = iter(queue.peek("ready", count=1000).jobs)
