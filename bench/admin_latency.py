@@ -101,9 +101,7 @@ def main() -> int:
         manager = client.locks
         for i in range(args.locks):
             manager.lock(f"res{i}", ttl=3600).acquire("job")
-        ready, delayed, active, dead = (
-            queue.peek(state, count=1).jobs for state in STATES
-        )
+        ready, delayed, active, dead = (queue.peek(state, count=1).jobs for state in STATES)
         middle = queue.peek("ready", offset=args.jobs // 3, count=1).jobs[0].id
         victims = iter(queue.peek("ready", count=1000).jobs)
         digest = manager.digest("res7")
