@@ -28,6 +28,10 @@ class LockManager(Namespace):
     changelog stream of that length (one XADD per transition). ``strategies`` adds or
     replaces conflict strategies by name (:mod:`fastlock.locks.conflict`). At its first use the
     manager reads the server's ``maxmemory-policy``: ``allkeys-*`` is refused (``LockError``).
+
+    A queue's unique locks are not in any lock namespace: they live in the queue's cluster
+    slot, taken and released atomically with its jobs (see :meth:`Queue.unique_lock
+    <fastlock.Queue.unique_lock>`; docs/locks.md, "On the command line").
     """
 
     # --- locks ------------------------------------------------------------------------

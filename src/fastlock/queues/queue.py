@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from ..operations import Runner
+from . import admin
 from .calls import MAX_BATCH, QueueBase, enqueue_batches, extend_batches, recover_rounds
 from .jobs import (
     Batch,
@@ -162,3 +163,31 @@ class Queue(QueueBase[Runner]):
     def stats(self) -> QueueStats:
         """Job counts, read in one round trip (not a snapshot across the four states)."""
         return queue_stats(self.client.execute_many(self._stats_commands()))
+
+    # ---- admin (each call bounded by its arguments: fastlock.queues.admin)
+
+    def peek(self, state: str = "ready", *, offset: int = 0, count: int = 20) -> admin.Page:
+        """Up to ``count`` (≤ 1000) jobs in ``state`` (ready, delayed, active or dead) from
+        ``offset``, in the order they will be claimed, expire or were buried."""
+        args = admin.peek_args(state, offset, count)
+        return admin.page(self.client.call("queue_peek", self.keys, args), state, offset)
+
+    def job(self, job_id: str, *, window: int = admin.WINDOW) -> admin.JobInfo:
+        """What the server holds about job ``job_id`` (``state`` ``missing`` when nothing),
+        searching ``window`` entries at each end of each structure."""
+        args = admin.job_args(job_id, window)
+        return admin.job_info(self.client.call("queue_job", self.keys, args), job_id)
+
+    def cancel(self, job_id: str, *, window: int = admin.WINDOW) -> admin.Cancelled:
+        """Remove a ready or delayed job, its payload and its held unique lock, atomically;
+        an active (leased) or dead job is refused, see :class:`~fastlock.queues.admin.Cancelled`."""
+        args = admin.cancel_args(job_id, window)
+        return admin.cancelled(self.client.call("queue_cancel", self.keys, args))
+
+    def unique_locks(self, cursor: int = 0, *, count: int = 100) -> tuple[int, list[admin.UniqueLock]]:
+        """One HSCAN page of the held unique locks: ``(next cursor, locks)``, 0 ends the walk."""
+        return self.client.run(admin.unique_locks(self.key["unique"], cursor, count))
+
+    def unique_lock(self, digest: str) -> admin.UniqueLock | None:
+        """The unique lock on ``digest`` (held or ttl), or ``None`` when it is free."""
+        return self.client.run(admin.unique_lock(self.key["unique"], self.prefix, digest))

@@ -1,7 +1,9 @@
 """``python -m fastlock bench`` measures fastlock on this machine; ``python -m fastlock demo``
 takes and releases a lock and calls a script. Without ``--url`` both start a private
 :class:`~fastlock.testing.servers.TempServer` for the run (``bench`` prefers ``redis-server``
-from PATH)."""
+from PATH). ``python -m fastlock locks ...`` and ``python -m fastlock queue ...`` are the
+admin commands (:mod:`fastlock.tools.admin`), run against ``--url`` (default
+``$FASTLOCK_URL``, else ``redis://127.0.0.1:6379/0``)."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import time
 
 from .. import Client, __impl__, __version__
 from ..testing.servers import TempServer
-from . import workloads
+from . import admin, workloads
 from .bench import EVALSHA_SCRIPT, c_floor, pin, render_table, run_workloads
 
 
@@ -108,7 +110,10 @@ def main(argv: list[str] | None = None) -> int:
         "--regime", choices=("same", "cross"), default="same",
         help="pin client and private server to one CPU (same) or to two (cross)",
     )  # fmt: skip
+    admin.add_commands(commands, admin.common_options())
     args = parser.parse_args(argv)
+    if args.command in ("locks", "queue"):
+        return admin.run(args, lambda message: print(f"{parser.prog}: {message}", file=sys.stderr))
     with contextlib.ExitStack() as stack:
         client_cpu = server_cpu = None
         if args.command == "bench":

@@ -1,0 +1,28 @@
+-- Look up one job by id. KEYS: the queue's keys. ARGV: id, search window (entries at each
+-- end of each structure, shared/_queue_find.lua), preview bytes.
+-- Returns {state, entry, score, payload size (-1: none), preview, error info}: state is
+-- 'dead' (entry '', score = died ms, error info "<attempts>|<priority>|<error>"), 'active'
+-- (entry = lease member, score = deadline ms), 'ready' or 'delayed' (entry = word; score =
+-- due ms for delayed, '' for ready), 'queued' (payload present, not found in the windows)
+-- or 'missing' (no such job: completed, purged, cancelled or never enqueued).
+-- #include "shared/_queue_find.lua"
+local id, window, preview = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local size, head = -1, false
+if redis.call('HEXISTS', K_DATA, id) == 1 then
+  size = redis.call('HSTRLEN', K_DATA, id)
+  if preview > 0 and size > 0 and size <= 1048576 then -- a larger payload: no preview
+    head = string.sub(redis.call('HGET', K_DATA, id), 1, preview)
+  end
+end
+local died = redis.call('ZSCORE', K_DEAD, id)
+if died then
+  return {'dead', '', died, size, head, redis.call('HGET', K_ERR, id)}
+end
+if size < 0 then
+  return {'missing', '', '', size, false, false}
+end
+local kind, entry, score = find_job(id, window)
+if kind == 'prio' then
+  kind, score = 'ready', ''
+end
+return {kind or 'queued', entry or '', score or '', size, head, false}
