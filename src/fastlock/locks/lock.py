@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from ..exceptions import ConnectionError, LockConflictError, LockNotOwnedError
 from ..operations import Call, Runner
-from .base import RUN, LockBase, Plan, Resolve, token
+from .base import EXECUTIONS, LockBase, lost_before_release, token
 from .conflict import Conflict
 from .keys import Scope
 from .replies import acquire_reply, token_reply
@@ -52,9 +52,7 @@ class Lock(LockBase[Runner]):
 
     def release(self, job_id: str | None = None) -> int | None:
         """Release what ``job_id`` holds: the fencing token freed, or ``None`` if it held nothing."""
-        scope = self._main_scope or self._bound()
-        args = self.manager.release_args(scope, self._holder(job_id))
-        return token_reply("lock_release", self._call("lock_release", scope.keys, args))
+        return self._release(self._main_scope or self._bound(), self._holder(job_id))
 
     def extend(self, job_id: str | None = None, ttl: float | None = None) -> int | None:
         """Reset the expiry of ``job_id``'s slot to ``ttl`` seconds (default: the lock's):
@@ -97,8 +95,11 @@ class Lock(LockBase[Runner]):
         """Producer side: take the queue-time lock the type asks for. True means enqueue the
         job; on a conflict the enqueue-side strategy runs (a token it returns counts as taken)."""
         check_job_id(job_id)
-        self._main_scope or self._bound()
-        return bool(self._perform(self._enqueuing(job_id, job), None))
+        if not self._queued:
+            return True
+        queue = self._queue if self._main_scope else self._bound()
+        reply = self._take(queue, job_id, 0.0)
+        return type(reply) is int or type(self._resolved("enqueue", queue, job_id, reply, job)) is int
 
     def execute(self, job_id: str, fn: Callable[[], T], *, job: Any = None) -> T | Any:
         """Worker side: run ``fn`` under the type's semantics and return its result, or the
@@ -108,20 +109,39 @@ class Lock(LockBase[Runner]):
         until_executed releases after success and keeps the lock if ``fn`` raises;
         until_expired never releases; the while_executing types hold the runtime lock
         around ``fn`` (waiting up to ``timeout``); until_and_while_executing swaps the
-        queue-time lock for the runtime lock in one script and re-locks if ``fn`` raises.
+        queue-time lock for the runtime lock in one script and re-locks if ``fn`` raises
+        (:data:`~fastlock.locks.base.EXECUTIONS`).
         """
         check_job_id(job_id)
         self._main_scope or self._bound()
-        return self._perform(self._executing(job_id, job), fn)
+        steps = EXECUTIONS[self.type]
+        if steps.release_first:
+            self._release(self._queue, job_id)
+        if steps.runtime:
+            reply = self._take(self._runtime, job_id, self.timeout, steps.handoff)
+            if type(reply) is not int:
+                return self._resolved("execute", self._runtime, job_id, reply, job)
+        try:
+            result = fn()
+        except BaseException:
+            if steps.relock:
+                self._take(self._queue, job_id, 0.0)
+            raise
+        finally:
+            if steps.runtime:
+                self._release(self._runtime, job_id)
+        if steps.release_after and self._release(self._queue, job_id) is None:
+            lost_before_release(job_id, self.digest)
+        return result
 
     # --- internals --------------------------------------------------------------------
 
-    def _take(self, scope: Scope, job_id: str, wait: float) -> Any:
+    def _take(self, scope: Scope, job_id: str, wait: float, handoff: bool = False) -> Any:
         """The fencing token, or the last conflict reply ``[ms to expiry, holders...]``: one
         direct call, re-sent once if its reply was lost; with ``wait`` > 0 the wait operation."""
         if wait > 0:
-            return self.manager.runner.run(self._waiting(scope, job_id, wait))
-        name, keys, args = self._acquire_call(scope, job_id, self._flags, False)
+            return self.manager.runner.run(self._waiting(scope, job_id, wait, handoff))
+        name, keys, args = self._acquire_call(scope, job_id, self._flags, handoff)
         try:
             reply = self._call(name, keys, args)
         except ConnectionError as lost:
@@ -130,27 +150,11 @@ class Lock(LockBase[Runner]):
             return reply
         return acquire_reply(name, reply)
 
-    def _perform(self, plan: Plan, fn: Callable[[], Any] | None) -> Any:
-        """Run a plan: script calls direct, operations on the runner, ``fn`` for :data:`RUN`,
-        strategies called; each result sent in, each exception thrown in."""
-        call, run = self._call, self.manager.runner.run
-        result: Any = None
-        failure: BaseException | None = None
-        while True:
-            try:
-                action = plan.send(result) if failure is None else plan.throw(failure)
-            except StopIteration as stop:
-                return stop.value
-            finally:
-                failure = None
-            try:
-                if type(action) is Call:
-                    result = call(action.name, action.keys, action.args)
-                elif action is RUN:
-                    result = fn()  # type: ignore[misc]
-                elif type(action) is Resolve:
-                    result = action.strategy(action.conflict)
-                else:
-                    result = run(action)  # type: ignore[arg-type]
-            except BaseException as exc:  # noqa: BLE001 - thrown into the plan, which re-raises
-                failure, result = exc, None
+    def _release(self, scope: Scope, job_id: str) -> int | None:
+        args = self.manager.release_args(scope, job_id)
+        return token_reply("lock_release", self._call("lock_release", scope.keys, args))
+
+    def _resolved(self, side: str, scope: Scope, job_id: str, reply: list[Any], job: Any) -> Any:
+        """The side's strategy's result for this conflict (``None`` without one)."""
+        found = self._resolve(side, scope, job_id, reply, job)
+        return None if found is None else found[0](found[1])

@@ -8,8 +8,8 @@ from __future__ import annotations
 import functools
 import logging
 import re
-from collections.abc import Mapping
-from typing import Any, Generic, TypeVar
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..digest import Digester, HashFunction, check_digest
 from ..exceptions import LockError, ResponseError
@@ -19,11 +19,14 @@ from .keys import KeySpace, Scope
 from .replies import token_reply
 from .types import FENCING, TRACK
 
+if TYPE_CHECKING:
+    from ..operations import AsyncRunner, Runner
+
 __all__ = ["Namespace", "eviction_policy"]
 
 logger = logging.getLogger("fastlock.lock")
 
-R = TypeVar("R")
+R = TypeVar("R", bound="Runner | AsyncRunner")
 
 _POLICY = re.compile(rb"^maxmemory_policy:(\S+)", re.MULTILINE)
 _SCOPES_CACHED = 1024  # scopes (key sets) kept per namespace, least recently used dropped first
@@ -78,6 +81,7 @@ class Namespace(Generic[R]):
         self.max_history = max_history
         self.flags = (TRACK if track else 0) | (FENCING if fencing else 0)
         self.strategies: dict[str, Strategy] = {**self.default_strategies, **(strategies or {})}
+        self.call: Callable[..., Any] = client.call  # the hot path's script call, bound once
         self.scope = functools.lru_cache(maxsize=_SCOPES_CACHED)(self.keys.scope)
         """The keys of ``digest``'s queue-time (``suffix=""``) or runtime (``":run"``) scope
         (the recently used ones are cached); :meth:`checking` comes first."""
@@ -103,7 +107,7 @@ class Namespace(Generic[R]):
             return check_digest(digest)
         if name is None:
             raise ValueError("give a lock name or a digest")
-        return self.digest(name, queue, args)
+        return self.digester.digest(name, queue, args)
 
     def bucket(self, digest: str) -> int:
         """The bucket of ``digest``: ``int(digest[:8], 16) % buckets``."""
