@@ -26,7 +26,7 @@ import builtins
 import socket
 from collections import deque
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from .._impl import Core
 from ..exceptions import OUT_OF_STEP, ConnectionError, ProtocolError, ResponseError, TimeoutError
@@ -82,8 +82,7 @@ class Connection(asyncio.Protocol):
     # ---- asyncio.Protocol
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        self._transport = cast("asyncio.Transport", transport)  # uvloop's is not a subclass
         sock = transport.get_extra_info("socket")
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
@@ -177,9 +176,8 @@ class Connection(asyncio.Protocol):
             parts.append(request.payload)
             written.append(request)
         if parts:
-            assert self._transport is not None
             self.writes += 1
-            self._transport.write(b"".join(parts))
+            self._transport.write(b"".join(parts))  # type: ignore[union-attr]
         elif self.on_change is not None:
             self.on_change(self)
 
