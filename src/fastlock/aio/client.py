@@ -17,13 +17,15 @@ Scripts run by ``EVALSHA`` sent directly; an error reply goes to the recovery op
 
 from __future__ import annotations
 
+import asyncio
+import builtins
 import os
 from collections.abc import Iterable, Sequence
 from time import monotonic
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._impl import load_core
-from ..exceptions import ConnectionError, ResponseError, TimeoutError
+from ..exceptions import ConnectionError, FastlockError, ResponseError, TimeoutError
 from ..operations import AsyncRunner, Operation
 from ..params import DEFAULT_URL, ConnectionParams, blocking_wait, parse_url
 from ..protocol.commands import refuse_connection_state
@@ -124,17 +126,28 @@ class Client(ScriptSettingsAccess):
         connection was lost before it was written."""
         if timeout is None:
             timeout = self._timeout
-        pool = self._pool
-        conn = pool.pick()
+        conn = self._pool.pick()
         if conn is None:
-            conn = await pool.acquire()
+            conn = await self._acquire(timeout)
         try:
             return await conn.send(payload, count, timeout)
         except ConnectionError as exc:
             if exc.sent or isinstance(exc, TimeoutError):
                 raise
-        conn = await pool.acquire()
+        conn = await self._acquire(timeout)
         return await conn.send(payload, count, timeout)
+
+    async def _acquire(self, timeout: float | None) -> Connection:
+        """A connection with room, within the call's ``timeout``: else an unsent TimeoutError."""
+        try:
+            async with asyncio.timeout(timeout):
+                return await self._pool.acquire()
+        except builtins.TimeoutError as exc:
+            if isinstance(exc, FastlockError):  # the pool's own wait, or connecting, timed out
+                raise
+            raise TimeoutError(
+                f"no connection to {self.params.address} had room in time (before it was sent)", sent=False
+            ) from None
 
     async def execute(self, *args: Any, timeout: float | None = None) -> Any:
         """Run one command, e.g. ``await client.execute("SET", "k", 1)``; error replies raise.
