@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import functools
 import os
 from collections.abc import Iterable, Sequence
 from time import monotonic
@@ -44,8 +45,10 @@ from ..scripts.calling import (
 from ..scripts.registry import ScriptRegistry
 from .connection import Connection, open_connection
 from .drive import drive
+from .locks import AsyncLock, AsyncLockManager
 from .pipeline import BoundScript, Pipeline
 from .pool import Pool
+from .queue import AsyncQueue
 
 __all__ = ["Client"]
 
@@ -257,6 +260,20 @@ class Client(ScriptSettingsAccess):
         """Register ``source`` (includes and ``#meta`` allowed) as script ``name`` (default
         ``script_<sha1 prefix>``) and return it as an awaitable callable."""
         return BoundScript(self, register(self.scripts, source, name))
+
+    def queue(self, name: str, **options: Any) -> AsyncQueue:
+        """A job queue on this client: ``options`` are :class:`fastlock.Client.queue`'s."""
+        return AsyncQueue(self, name, **options)
+
+    @functools.cached_property
+    def locks(self) -> AsyncLockManager:
+        """The default lock namespace (prefix ``fastlock``, shared with sync clients); build
+        an :class:`~fastlock.aio.AsyncLockManager` for other settings."""
+        return AsyncLockManager(self)
+
+    def lock(self, name: str | None = None, **options: Any) -> AsyncLock:
+        """A unique-job lock in :attr:`locks` (options of :meth:`fastlock.Client.lock`)."""
+        return self.locks.lock(name, **options)
 
     async def server_version(self) -> str:
         """The server's ``redis_version`` (Valkey: its Redis compatibility version), read
