@@ -6,6 +6,7 @@ and the graceful stop."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 
 import pytest
@@ -16,6 +17,7 @@ import fastlock
 from fastlock.aio import AsyncQueue, AsyncWorker, Client
 from fastlock.queues.jobs import Job, QueueStats
 from fastlock.testing.costs import command_calls
+from fastlock.testing.servers import TempServer, free_port
 
 IDLE_WAIT = 60.0
 WOKEN_WITHIN = IDLE_WAIT / 2
@@ -206,5 +208,48 @@ def test_script_errors_that_are_not_transient_are_raised(run: Run[None], redis_u
             with pytest.raises(fastlock.LuaCommandError) as info:
                 await AsyncWorker(queue, handler, idle_wait=0.1).run(max_jobs=1)
             assert info.value.code == "WRONGTYPE"
+
+    run(main())
+
+
+FAULTS = {
+    "readonly": (("REPLICAOF", "127.0.0.1", "{port}"), ("REPLICAOF", "NO", "ONE")),
+    "oom": (("CONFIG", "SET", "maxmemory", "1"), ("CONFIG", "SET", "maxmemory", "0")),
+}
+CODES = {"readonly": "READONLY", "oom": "OOM"}
+
+
+@pytest.mark.fault
+@pytest.mark.parametrize("fault", FAULTS)
+def test_worker_waits_out_a_readonly_or_full_server(
+    run: Run[None], private_server: TempServer, impl: str, fault: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The sync worker's transient-error policy, awaited: the fault is waited out with few
+    warnings, then every job is handled."""
+
+    async def main() -> None:
+        async with Client(private_server.url, impl=impl) as client:
+            queue = client.queue("w", lease=0.3)
+            ids = await queue.enqueue_many([b"x"] * 20)
+            handled: list[str] = []
+
+            async def handler(job: Job) -> None:
+                handled.append(job.id)
+                await asyncio.sleep(0.04)  # a batch of 5 outlasts half a lease: renewed between jobs
+
+            worker = AsyncWorker(queue, handler, batch=5, idle_wait=0.2, concurrency=2)
+            start, end = FAULTS[fault]
+            private_server.raw_command(*(str(free_port()) if a == "{port}" else a for a in start))
+            caplog.set_level(logging.WARNING, "fastlock.worker")
+            task = asyncio.create_task(worker.run())
+            await asyncio.sleep(1.5)
+            assert not task.done()
+            assert private_server.raw_command(*end) == b"+OK\r\n"
+            await settle(queue, QueueStats(0, 0, 0, 0), timeout=10)
+            await worker.stop()
+            await asyncio.wait_for(task, 10)
+            assert set(handled) == set(ids)
+            trouble = [r.getMessage() for r in caplog.records if CODES[fault] in r.getMessage()]
+            assert 1 <= len(trouble) <= 6, trouble  # each loop's and the heartbeat's, rate-limited
 
     run(main())
