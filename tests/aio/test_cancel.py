@@ -270,3 +270,32 @@ def test_cancellation_fuzz(run: Run[None], loop: str, proxy: TcpProxy, impl: str
 
 def _pairs(flat: list[bytes]) -> list[tuple[bytes, bytes]]:
     return list(zip(flat[::2], flat[1::2], strict=True))
+
+
+def test_unsolicited_bytes_replace_the_connection(run: Run[None], proxy: TcpProxy, impl: str) -> None:
+    """A reply no command asked for puts the stream out of step: that connection is closed
+    and the next call opens another."""
+
+    async def main() -> None:
+        async with Client(proxy.url, impl=impl) as client:
+            await client.execute("PING")
+            proxy.send_to_clients(b":42\r\n")
+            await _until(lambda: not client.pool.connections)
+            assert await client.execute("INCR", "n") == 1 and client.pool.opened == 2
+
+    run(main())
+
+
+def test_close_ends_blocking_calls_in_flight(run: Run[None], redis_url: str, impl: str) -> None:
+    async def main() -> None:
+        client = Client(redis_url, impl=impl)
+        waiting = asyncio.create_task(client.execute_blocking("BLPOP", "q", 30, timeout=30))
+        await asyncio.sleep(0.05)
+        await client.close()
+        with pytest.raises(fastlock.ConnectionError) as info:
+            await waiting
+        assert info.value.sent is True
+        with pytest.raises(fastlock.ConnectionError):
+            await client.execute("PING")
+
+    run(main())
