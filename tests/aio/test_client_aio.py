@@ -102,6 +102,10 @@ def test_scripts_noscript_and_stats(run: Run, redis_url: str, impl: str) -> None
             await client.execute("SCRIPT", "FLUSH")
             await client.warm_up()
             assert await client.execute("SCRIPT", "EXISTS", counter.sha) == [1]
+            await client.execute("SCRIPT", "FLUSH")
+        async with Client(redis_url, impl=impl, warm_up=True) as warm:  # each new connection loads all
+            shas = [script.sha for script in warm.scripts.load_all()]
+            assert shas and await warm.execute("SCRIPT", "EXISTS", *shas) == [1] * len(shas)
 
     run(main())
 
