@@ -9,14 +9,17 @@ import collections
 import os
 import random
 import time
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
-from conftest import Run  # type: ignore[import-not-found]
 
 import fastlock
 from fastlock.aio import Client
 from fastlock.testing.proxy import TcpProxy
+
+Run = Callable[[Coroutine[Any, Any, Any]], Any]
+"""The ``run`` fixture (tests/aio/conftest.py): a coroutine's result, run on a fresh loop."""
 
 ONCE = "local n = redis.call('HINCRBY', KEYS[1], ARGV[1], 1) return {ARGV[1], n}"
 """Counts each call id's runs: a reply names its call, and a count above 1 is a double write."""
@@ -29,9 +32,7 @@ async def _until(predicate: Any, seconds: float = 5.0) -> None:
         await asyncio.sleep(0.001)
 
 
-def test_cancelled_before_the_write_is_never_written(
-    run: Run[None], loop: str, redis_url: str, impl: str
-) -> None:
+def test_cancelled_before_the_write_is_never_written(run: Run, loop: str, redis_url: str, impl: str) -> None:
     async def main() -> None:
         async with Client(redis_url, impl=impl) as client:
             await client.execute("PING")
@@ -50,7 +51,7 @@ def test_cancelled_before_the_write_is_never_written(
 
 
 def test_cancelled_after_the_write_drops_the_reply_and_keeps_the_connection(
-    run: Run[None], loop: str, proxy: TcpProxy, impl: str
+    run: Run, loop: str, proxy: TcpProxy, impl: str
 ) -> None:
     async def main() -> None:
         async with Client(proxy.url, impl=impl) as client:
@@ -73,7 +74,7 @@ def test_cancelled_after_the_write_drops_the_reply_and_keeps_the_connection(
     run(main())
 
 
-def test_timeout_after_the_write_says_sent(run: Run[None], loop: str, proxy: TcpProxy, impl: str) -> None:
+def test_timeout_after_the_write_says_sent(run: Run, loop: str, proxy: TcpProxy, impl: str) -> None:
     async def main() -> None:
         async with Client(proxy.url, impl=impl) as client:
             client_id = await client.execute("CLIENT", "ID")
@@ -91,7 +92,7 @@ def test_timeout_after_the_write_says_sent(run: Run[None], loop: str, proxy: Tcp
     run(main())
 
 
-def test_the_clients_socket_timeout_applies_to_every_call(run: Run[None], proxy: TcpProxy, impl: str) -> None:
+def test_the_clients_socket_timeout_applies_to_every_call(run: Run, proxy: TcpProxy, impl: str) -> None:
     async def main() -> None:
         async with Client(proxy.url, impl=impl, socket_timeout=0.05) as client:
             counter = client.register_script("return redis.call('INCR', KEYS[1])")
@@ -107,7 +108,7 @@ def test_the_clients_socket_timeout_applies_to_every_call(run: Run[None], proxy:
     run(main())
 
 
-def test_timeout_before_the_write_says_not_sent(run: Run[None], proxy: TcpProxy, impl: str) -> None:
+def test_timeout_before_the_write_says_not_sent(run: Run, proxy: TcpProxy, impl: str) -> None:
     """The only connection is at its in-flight bound: the call times out waiting for room."""
 
     async def main() -> None:
@@ -126,9 +127,7 @@ def test_timeout_before_the_write_says_not_sent(run: Run[None], proxy: TcpProxy,
     run(main())
 
 
-def test_connection_killed_mid_flight(
-    run: Run[None], loop: str, redis_url: str, impl: str, server: Any
-) -> None:
+def test_connection_killed_mid_flight(run: Run, loop: str, redis_url: str, impl: str, server: Any) -> None:
     """CLIENT KILL while commands wait on the server (paused): written ones fail with
     ``sent=True``; the next call opens a fresh connection."""
     if server.version < (6, 2):
@@ -154,9 +153,7 @@ def test_connection_killed_mid_flight(
     run(main())
 
 
-def test_unwritten_commands_are_sent_again_on_a_fresh_connection(
-    run: Run[None], redis_url: str, impl: str
-) -> None:
+def test_unwritten_commands_are_sent_again_on_a_fresh_connection(run: Run, redis_url: str, impl: str) -> None:
     async def main() -> None:
         async with Client(redis_url, impl=impl) as client:
             await client.execute("PING")
@@ -170,7 +167,7 @@ def test_unwritten_commands_are_sent_again_on_a_fresh_connection(
     run(main())
 
 
-def test_connection_cut_fails_written_commands_as_sent(run: Run[None], proxy: TcpProxy, impl: str) -> None:
+def test_connection_cut_fails_written_commands_as_sent(run: Run, proxy: TcpProxy, impl: str) -> None:
     async def main() -> None:
         async with Client(proxy.url, impl=impl) as client:
             await client.execute("PING")
@@ -191,7 +188,7 @@ FUZZ_CALLS = int(os.environ.get("FASTLOCK_AIO_FUZZ_CALLS", "20000"))
 """Calls of the cancellation fuzz (issue 12's target run: 1000000)."""
 
 
-def test_cancellation_fuzz(run: Run[None], loop: str, proxy: TcpProxy, impl: str) -> None:
+def test_cancellation_fuzz(run: Run, loop: str, proxy: TcpProxy, impl: str) -> None:
     """Calls through a proxy whose reply delay keeps changing, some cancelled at random moments,
     some with tiny timeouts: every reply reaches its own caller, no call runs twice, a call
     that timed out unsent never runs, and connections are reused, not reopened per cancel."""
@@ -270,3 +267,32 @@ def test_cancellation_fuzz(run: Run[None], loop: str, proxy: TcpProxy, impl: str
 
 def _pairs(flat: list[bytes]) -> list[tuple[bytes, bytes]]:
     return list(zip(flat[::2], flat[1::2], strict=True))
+
+
+def test_unsolicited_bytes_replace_the_connection(run: Run, proxy: TcpProxy, impl: str) -> None:
+    """A reply no command asked for puts the stream out of step: that connection is closed
+    and the next call opens another."""
+
+    async def main() -> None:
+        async with Client(proxy.url, impl=impl) as client:
+            await client.execute("PING")
+            proxy.send_to_clients(b":42\r\n")
+            await _until(lambda: not client.pool.connections)
+            assert await client.execute("INCR", "n") == 1 and client.pool.opened == 2
+
+    run(main())
+
+
+def test_close_ends_blocking_calls_in_flight(run: Run, redis_url: str, impl: str) -> None:
+    async def main() -> None:
+        client = Client(redis_url, impl=impl)
+        waiting = asyncio.create_task(client.execute_blocking("BLPOP", "q", 30, timeout=30))
+        await asyncio.sleep(0.05)
+        await client.close()
+        with pytest.raises(fastlock.ConnectionError) as info:
+            await waiting
+        assert info.value.sent is True
+        with pytest.raises(fastlock.ConnectionError):
+            await client.execute("PING")
+
+    run(main())

@@ -243,7 +243,17 @@ class Client(ScriptSettingsAccess):
             args = [*args, *meta_values(script, settings)]
         start = monotonic()
         try:
-            reply = await self._request(self._encode_evalsha(script.sha, keys, args), 0, timeout)
+            payload = self._encode_evalsha(script.sha, keys, args)
+            conn = self._pool.pick()  # the hot path of _request, inlined: one frame less per call
+            if conn is None:
+                reply = await self._request(payload, 0, timeout)
+            else:
+                try:
+                    reply = await conn.send(payload, 0, self._timeout if timeout is None else timeout)
+                except ConnectionError as exc:
+                    if exc.sent or isinstance(exc, TimeoutError):
+                        raise
+                    reply = await self._request(payload, 0, timeout)
             if isinstance(reply, ResponseError):
                 reply = await drive(self, recover(script, keys, args, reply, start, settings, busy_timeout))
         except BaseException as failure:

@@ -116,14 +116,15 @@ class Connection(asyncio.Protocol):
                             request.future.set_result(replies)
                 reply = reader.gets()
         except ProtocolError as exc:
-            self._fail(exc)
+            text = str(exc)
+            self._fail(lambda: ProtocolError(text))
             return
         if self.on_change is not None:
             self.on_change(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
-        reason = f": {exc}" if exc else " by the server"
-        self._fail(ConnectionError(f"connection to {self.address} lost{reason}", sent=True))
+        message = f"connection to {self.address} lost" + (f": {exc}" if exc else " (closed by the server)")
+        self._fail(lambda: ConnectionError(message, sent=True))
         self._lost.set()
 
     def pause_writing(self) -> None:
@@ -211,9 +212,9 @@ class Connection(asyncio.Protocol):
 
     # ---- closing
 
-    def _fail(self, written_error: Exception) -> None:
-        """Close and fail every request: written ones with ``written_error`` (they may have run),
-        unwritten ones with an unsent ``ConnectionError``."""
+    def _fail(self, written_error: Callable[[], Exception]) -> None:
+        """Close and fail every request: written ones with a ``written_error()`` each (they
+        may have run), unwritten ones with an unsent ``ConnectionError``."""
         if self.closed:
             return
         self.closed = True
@@ -222,12 +223,11 @@ class Connection(asyncio.Protocol):
             self._watch = None
         for request in self._written:
             if not request.future.done():
-                request.future.set_exception(written_error)
+                request.future.set_exception(written_error())
+        unsent = f"connection to {self.address} closed before the command was sent"
         for request in self._pending:
             if not request.future.done():
-                request.future.set_exception(
-                    ConnectionError(f"connection to {self.address} closed before the command was sent")
-                )
+                request.future.set_exception(ConnectionError(unsent, sent=False))
         self._written.clear()
         self._pending.clear()
         self.load = 0
@@ -240,7 +240,8 @@ class Connection(asyncio.Protocol):
 
     def close(self) -> None:
         """Close now: requests not answered fail with :class:`~fastlock.ConnectionError`."""
-        self._fail(ConnectionError(f"connection to {self.address} closed by the client", sent=True))
+        message = f"connection to {self.address} closed by the client"
+        self._fail(lambda: ConnectionError(message, sent=True))
 
     async def wait_closed(self) -> None:
         """Wait until the transport has let go of the socket."""

@@ -4,7 +4,7 @@ over any :class:`~fastlock.operations.AsyncRunner`: the awaited forms of
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from typing import Any
 
 from ..exceptions import ResponseError
@@ -74,10 +74,12 @@ class BoundScript:
     def sha(self) -> str:
         return self.script.sha
 
-    async def __call__(
+    def __call__(
         self, keys: Sequence[Any] = (), args: Sequence[Any] = (), *, busy_timeout: float | None = None
-    ) -> Any:
-        return await self.client.call(self.script.name, keys, args, busy_timeout=busy_timeout)
+    ) -> Coroutine[Any, Any, Any]:
+        return self.client.call(
+            self.script.name, keys, args, busy_timeout=busy_timeout
+        )  # no frame of its own
 
     def __repr__(self) -> str:
         return f"<fastlock.aio.BoundScript {self.script.name} sha={self.script.sha[:12]}>"

@@ -45,8 +45,9 @@ class Pool:
         self._opening = 0
         self._waiters: deque[asyncio.Future[None]] = deque()
         self._idle: list[Connection] = []
-        self._lent = 0
+        self._lent: set[Connection] = set()
         self._borrowers: deque[asyncio.Future[None]] = deque()
+        self._borrowing = 0
         self._closed = False
         self.opened = 0
         """Connections opened so far (multiplexed and dedicated)."""
@@ -131,24 +132,27 @@ class Pool:
             while self._idle:
                 conn = self._idle.pop()
                 if not conn.closed:
-                    self._lent += 1
+                    self._lent.add(conn)
                     return conn
-            if self._lent < self.max_connections:
-                self._lent += 1
+            if len(self._lent) + self._borrowing < self.max_connections:
+                self._borrowing += 1
                 try:
                     conn = await self._connect()
-                except BaseException:
-                    self._lent -= 1
+                finally:
+                    self._borrowing -= 1
                     _wake(self._borrowers)
-                    raise
                 self.opened += 1
+                if self._closed:
+                    conn.close()
+                    raise ConnectionError("the client is closed", sent=False)
+                self._lent.add(conn)
                 return conn
             await self._wait(self._borrowers, deadline, "dedicated connections are all lent")
 
     def give_back(self, conn: Connection) -> None:
         """Return a dedicated connection: kept if no reply is owed on it, else closed (a
         blocking command still waiting on the server would hold up the next one)."""
-        self._lent -= 1
+        self._lent.discard(conn)
         if conn.awaiting_replies or self._closed:
             conn.close()
         elif not conn.closed:
@@ -156,11 +160,13 @@ class Pool:
         _wake(self._borrowers)
 
     async def close(self) -> None:
-        """Close every connection (commands not answered fail) and wait for the sockets."""
+        """Close every connection, lent ones too (commands not answered fail), and wait for
+        the sockets."""
         self._closed = True
-        conns = [*self.connections, *self._idle]
+        conns = [*self.connections, *self._idle, *self._lent]
         self.connections.clear()
         self._idle.clear()
+        self._lent.clear()
         for conn in conns:
             conn.close()
         for waiters in (self._waiters, self._borrowers):

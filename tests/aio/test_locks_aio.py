@@ -6,9 +6,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 import pytest
-from conftest import Run  # type: ignore[import-not-found]
 from harness.blocking import wait_until_blocked
 
 import fastlock
@@ -16,6 +17,9 @@ from fastlock import LockConflictError, LockError, LockNotOwnedError
 from fastlock.aio import AsyncLock, AsyncLockManager, AsyncReaper, Client
 from fastlock.locks.conflict import AsyncConflict
 from fastlock.locks.waiting import MAX_BLOCK
+
+Run = Callable[[Coroutine[Any, Any, Any]], Any]
+"""The ``run`` fixture (tests/aio/conftest.py): a coroutine's result, run on a fresh loop."""
 
 WOKEN_WITHIN = MAX_BLOCK / 2  # a waiter woken by the release, not by the safety net
 
@@ -28,7 +32,7 @@ async def boom() -> None:
     raise Boom
 
 
-def test_acquire_release_extend_and_tokens(run: Run[None], redis_url: str, impl: str) -> None:
+def test_acquire_release_extend_and_tokens(run: Run, redis_url: str, impl: str) -> None:
     async def main() -> None:
         async with Client(redis_url, impl=impl) as client:
             lock = client.lock("report", args=[1], ttl=30)
@@ -51,7 +55,7 @@ def test_acquire_release_extend_and_tokens(run: Run[None], redis_url: str, impl:
     run(main())
 
 
-def test_async_with_excludes_tasks_sharing_one_object(run: Run[None], redis_url: str, impl: str) -> None:
+def test_async_with_excludes_tasks_sharing_one_object(run: Run, redis_url: str, impl: str) -> None:
     """Each task is its own default holder: 20 tasks on one object never overlap, and each
     token is larger than the one before."""
 
@@ -80,7 +84,7 @@ def test_async_with_excludes_tasks_sharing_one_object(run: Run[None], redis_url:
 
 
 def test_a_sync_holder_wakes_an_async_waiter_without_polling(
-    run: Run[None], redis_url: str, impl: str, client: fastlock.Client
+    run: Run, redis_url: str, impl: str, client: fastlock.Client
 ) -> None:
     """The async waiter blocks in BLPOP (on the server's account) and the sync release wakes it."""
 
@@ -104,7 +108,7 @@ def test_a_sync_holder_wakes_an_async_waiter_without_polling(
     run(main())
 
 
-def test_a_waiter_times_out_and_expiry_wakes_it(run: Run[None], redis_url: str, impl: str) -> None:
+def test_a_waiter_times_out_and_expiry_wakes_it(run: Run, redis_url: str, impl: str) -> None:
     async def main() -> None:
         async with Client(redis_url, impl=impl) as client:
             await client.lock("busy", ttl=300).acquire("h")
@@ -120,7 +124,7 @@ def test_a_waiter_times_out_and_expiry_wakes_it(run: Run[None], redis_url: str, 
     run(main())
 
 
-def test_until_executed_and_until_executing(run: Run[None], redis_url: str, impl: str) -> None:
+def test_until_executed_and_until_executing(run: Run, redis_url: str, impl: str) -> None:
     async def main() -> None:
         async with Client(redis_url, impl=impl) as client:
             producer, worker = (client.lock("job", ttl=30) for _ in range(2))
@@ -153,7 +157,7 @@ def test_until_executed_and_until_executing(run: Run[None], redis_url: str, impl
     run(main())
 
 
-def test_while_executing_types(run: Run[None], redis_url: str, impl: str, client: fastlock.Client) -> None:
+def test_while_executing_types(run: Run, redis_url: str, impl: str, client: fastlock.Client) -> None:
     async def main() -> None:
         async with Client(redis_url, impl=impl) as aclient:
             worker = aclient.lock("run", type="while_executing", ttl=30, timeout=30)
@@ -197,7 +201,7 @@ def test_while_executing_types(run: Run[None], redis_url: str, impl: str, client
 
 
 def test_strategies_sync_async_and_replace(
-    run: Run[None], redis_url: str, impl: str, caplog: pytest.LogCaptureFixture
+    run: Run, redis_url: str, impl: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     async def main() -> None:
         async with Client(redis_url, impl=impl) as client:
@@ -227,7 +231,7 @@ def test_strategies_sync_async_and_replace(
     run(main())
 
 
-def test_admin_and_reaper(run: Run[None], redis_url: str, impl: str) -> None:
+def test_admin_and_reaper(run: Run, redis_url: str, impl: str) -> None:
     async def main() -> None:
         async with Client(redis_url, impl=impl) as client:
             locks = AsyncLockManager(client, prefix="adm", buckets=4, max_history=100)
@@ -268,7 +272,7 @@ def test_admin_and_reaper(run: Run[None], redis_url: str, impl: str) -> None:
 
 
 def test_locks_are_shared_with_sync_clients(
-    run: Run[None], redis_url: str, impl: str, client: fastlock.Client, caplog: pytest.LogCaptureFixture
+    run: Run, redis_url: str, impl: str, client: fastlock.Client, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Same default namespace, digests and keys: a lock taken on one side is seen on the other."""
 
@@ -293,7 +297,7 @@ def test_locks_are_shared_with_sync_clients(
     run(main())
 
 
-def test_default_holders_differ_per_task_and_stay_within_one(run: Run[None], redis_url: str) -> None:
+def test_default_holders_differ_per_task_and_stay_within_one(run: Run, redis_url: str) -> None:
     async def main() -> None:
         async with Client(redis_url) as client:
             lock = client.lock("ids")

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Run  # type: ignore[import-not-found]
+
+Run = Callable[[Coroutine[Any, Any, Any]], Any]
+"""The ``run`` fixture (tests/aio/conftest.py): a coroutine's result, run on a fresh loop."""
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -20,9 +23,7 @@ def example() -> str:
     return found[1]
 
 
-def test_the_readme_async_example_runs(
-    run: Run[None], redis_url: str, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_the_readme_async_example_runs(run: Run, redis_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     code = example()
     assert code.rstrip().endswith("asyncio.run(main())")
     namespace: dict[str, Any] = {}

@@ -8,9 +8,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 import pytest
-from conftest import Run  # type: ignore[import-not-found]
 from harness.blocking import wait_until_blocked
 
 import fastlock
@@ -18,6 +19,9 @@ from fastlock.aio import AsyncQueue, AsyncWorker, Client
 from fastlock.queues.jobs import Job, QueueStats
 from fastlock.testing.costs import command_calls
 from fastlock.testing.servers import TempServer, free_port
+
+Run = Callable[[Coroutine[Any, Any, Any]], Any]
+"""The ``run`` fixture (tests/aio/conftest.py): a coroutine's result, run on a fresh loop."""
 
 IDLE_WAIT = 60.0
 WOKEN_WITHIN = IDLE_WAIT / 2
@@ -30,7 +34,7 @@ async def settle(queue: AsyncQueue, expected: QueueStats, timeout: float = 30.0)
         await asyncio.sleep(0.02)
 
 
-def test_batches_and_max_jobs(run: Run[None], redis_url: str, impl: str) -> None:
+def test_batches_and_max_jobs(run: Run, redis_url: str, impl: str) -> None:
     async def main() -> None:
         async with Client(redis_url, impl=impl) as client:
             queue = client.queue("w")
@@ -52,7 +56,7 @@ def test_batches_and_max_jobs(run: Run[None], redis_url: str, impl: str) -> None
     run(main())
 
 
-def test_failing_handler_retries_then_dead_letters(run: Run[None], redis_url: str, impl: str) -> None:
+def test_failing_handler_retries_then_dead_letters(run: Run, redis_url: str, impl: str) -> None:
     async def main() -> None:
         async with Client(redis_url, impl=impl) as client:
             queue = client.queue("w", max_attempts=3, backoff=lambda attempt: 0.05 * attempt)
@@ -72,9 +76,7 @@ def test_failing_handler_retries_then_dead_letters(run: Run[None], redis_url: st
     run(main())
 
 
-def test_concurrency_runs_handlers_as_tasks_and_stop_drains(
-    run: Run[None], redis_url: str, impl: str
-) -> None:
+def test_concurrency_runs_handlers_as_tasks_and_stop_drains(run: Run, redis_url: str, impl: str) -> None:
     """8 tasks handle slow jobs side by side; stop() lets each finish its batch, and run()
     returns with nothing left active."""
 
@@ -106,9 +108,7 @@ def test_concurrency_runs_handlers_as_tasks_and_stop_drains(
     run(main())
 
 
-def test_heartbeat_keeps_a_long_job_leased_and_flags_a_lost_one(
-    run: Run[None], redis_url: str, impl: str
-) -> None:
+def test_heartbeat_keeps_a_long_job_leased_and_flags_a_lost_one(run: Run, redis_url: str, impl: str) -> None:
     async def main() -> None:
         async with Client(redis_url, impl=impl) as client:
             queue = client.queue("h", lease=1.5)
@@ -146,7 +146,7 @@ def test_heartbeat_keeps_a_long_job_leased_and_flags_a_lost_one(
 
 
 def test_idle_worker_blocks_without_polling_and_wakes(
-    run: Run[None], redis_url: str, impl: str, client: fastlock.Client
+    run: Run, redis_url: str, impl: str, client: fastlock.Client
 ) -> None:
     async def main() -> None:
         async with Client(redis_url, impl=impl) as aclient:
@@ -174,7 +174,7 @@ def test_idle_worker_blocks_without_polling_and_wakes(
 
 
 def test_workers_recover_abandoned_jobs_with_sync_workers_alongside(
-    run: Run[None], redis_url: str, impl: str
+    run: Run, redis_url: str, impl: str
 ) -> None:
     async def main() -> None:
         async with Client(redis_url, impl=impl) as client:
@@ -196,7 +196,7 @@ def test_workers_recover_abandoned_jobs_with_sync_workers_alongside(
     run(main())
 
 
-def test_script_errors_that_are_not_transient_are_raised(run: Run[None], redis_url: str, impl: str) -> None:
+def test_script_errors_that_are_not_transient_are_raised(run: Run, redis_url: str, impl: str) -> None:
     async def main() -> None:
         async with Client(redis_url, impl=impl) as client:
             queue = client.queue("e")
@@ -222,7 +222,7 @@ CODES = {"readonly": "READONLY", "oom": "OOM"}
 @pytest.mark.fault
 @pytest.mark.parametrize("fault", FAULTS)
 def test_worker_waits_out_a_readonly_or_full_server(
-    run: Run[None], private_server: TempServer, impl: str, fault: str, caplog: pytest.LogCaptureFixture
+    run: Run, private_server: TempServer, impl: str, fault: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     """The sync worker's transient-error policy, awaited: the fault is waited out with few
     warnings, then every job is handled."""

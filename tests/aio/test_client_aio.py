@@ -7,21 +7,23 @@ import asyncio
 import inspect
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
-from conftest import Run  # type: ignore[import-not-found]
 
 import fastlock
 from fastlock.aio import Client
 from fastlock.operations import AsyncRunner, Blocking, Call, Command, Commands, Operation, Sleep
 from fastlock.testing.servers import TempServer
 
+Run = Callable[[Coroutine[Any, Any, Any]], Any]
+"""The ``run`` fixture (tests/aio/conftest.py): a coroutine's result, run on a fresh loop."""
+
 INCR = "return redis.call('INCR', KEYS[1])"
 
 
-def test_commands_errors_and_refusals(run: Run[None], redis_url: str, impl: str) -> None:
+def test_commands_errors_and_refusals(run: Run, redis_url: str, impl: str) -> None:
     async def main() -> None:
         async with Client(redis_url, impl=impl) as client:
             assert await client.execute("SET", "k", 1.5) == b"OK"
@@ -44,7 +46,7 @@ def test_commands_errors_and_refusals(run: Run[None], redis_url: str, impl: str)
     run(main())
 
 
-def test_client_is_an_async_runner(run: Run[None], redis_url: str, impl: str) -> None:
+def test_client_is_an_async_runner(run: Run, redis_url: str, impl: str) -> None:
     """The AsyncRunner methods (plus a keyword-only ``timeout``), and run() drives every step."""
     for name in ("call", "execute", "execute_blocking", "execute_many", "run"):
         ours = inspect.signature(getattr(Client, name)).parameters
@@ -80,7 +82,7 @@ def test_client_is_an_async_runner(run: Run[None], redis_url: str, impl: str) ->
     run(main())
 
 
-def test_scripts_noscript_and_stats(run: Run[None], redis_url: str, impl: str) -> None:
+def test_scripts_noscript_and_stats(run: Run, redis_url: str, impl: str) -> None:
     async def main() -> None:
         async with Client(redis_url, impl=impl) as client:
             counter = client.register_script(INCR, name="counter")
@@ -100,11 +102,15 @@ def test_scripts_noscript_and_stats(run: Run[None], redis_url: str, impl: str) -
             await client.execute("SCRIPT", "FLUSH")
             await client.warm_up()
             assert await client.execute("SCRIPT", "EXISTS", counter.sha) == [1]
+            await client.execute("SCRIPT", "FLUSH")
+        async with Client(redis_url, impl=impl, warm_up=True) as warm:  # each new connection loads all
+            shas = [script.sha for script in warm.scripts.load_all()]
+            assert shas and await warm.execute("SCRIPT", "EXISTS", *shas) == [1] * len(shas)
 
     run(main())
 
 
-def test_busy_server_is_waited_for(run: Run[None], private_server: TempServer, impl: str) -> None:
+def test_busy_server_is_waited_for(run: Run, private_server: TempServer, impl: str) -> None:
     """BUSY replies are retried (the recovery operation, with awaited sleeps) until the script ends."""
     assert private_server.raw_command("CONFIG", "SET", "busy-reply-threshold", "20") == b"+OK\r\n"
     loop = "local t = redis.call('TIME') local s = t[1] * 1e6 + t[2] while true do t = redis.call('TIME') if t[1] * 1e6 + t[2] - s > 400000 then break end end return 1"  # noqa: E501
@@ -138,7 +144,7 @@ def test_busy_server_is_waited_for(run: Run[None], private_server: TempServer, i
     busy.join()
 
 
-def test_pipeline_and_bound_scripts(run: Run[None], redis_url: str, impl: str) -> None:
+def test_pipeline_and_bound_scripts(run: Run, redis_url: str, impl: str) -> None:
     async def main() -> None:
         async with Client(redis_url, impl=impl) as client:
             async with client.pipeline() as pipe:
@@ -160,7 +166,7 @@ def test_pipeline_and_bound_scripts(run: Run[None], redis_url: str, impl: str) -
     run(main())
 
 
-def test_blocking_commands_use_dedicated_connections(run: Run[None], redis_url: str, impl: str) -> None:
+def test_blocking_commands_use_dedicated_connections(run: Run, redis_url: str, impl: str) -> None:
     """A BLPOP waiting on the server holds up no other command; its connection is reused."""
 
     async def main() -> None:
@@ -189,7 +195,7 @@ def test_blocking_commands_use_dedicated_connections(run: Run[None], redis_url: 
     run(main())
 
 
-def test_connection_settings(run: Run[None], server_factory: Callable[..., TempServer], impl: str) -> None:
+def test_connection_settings(run: Run, server_factory: Callable[..., TempServer], impl: str) -> None:
     srv = server_factory(password="s3cret", acl_users=[("alice", "wonder", "+@all ~*")])
 
     async def main() -> None:
@@ -210,7 +216,7 @@ def test_connection_settings(run: Run[None], server_factory: Callable[..., TempS
     run(main())
 
 
-def test_tls(run: Run[None], tls_server: TempServer, impl: str) -> None:
+def test_tls(run: Run, tls_server: TempServer, impl: str) -> None:
     async def main() -> None:
         url = f"{tls_server.tls_url}?ssl_ca_certs={tls_server.ca_path}"
         async with Client(url, impl=impl) as client:
@@ -224,7 +230,7 @@ def test_tls(run: Run[None], tls_server: TempServer, impl: str) -> None:
     run(main())
 
 
-def test_from_redis_asyncio(run: Run[None], server: Any, impl: str) -> None:
+def test_from_redis_asyncio(run: Run, server: Any, impl: str) -> None:
     import redis.asyncio  # in the test extra: a missing package fails the test, never skips it
 
     async def main() -> None:
@@ -237,7 +243,7 @@ def test_from_redis_asyncio(run: Run[None], server: Any, impl: str) -> None:
     run(main())
 
 
-def test_concurrent_calls_are_coalesced(run: Run[None], loop: str, redis_url: str, impl: str) -> None:
+def test_concurrent_calls_are_coalesced(run: Run, loop: str, redis_url: str, impl: str) -> None:
     """200 tasks calling at once: a handful of writes on one connection, not 200."""
 
     async def main() -> None:
@@ -252,7 +258,7 @@ def test_concurrent_calls_are_coalesced(run: Run[None], loop: str, redis_url: st
     run(main())
 
 
-def test_replies_are_matched_under_1000_tasks(run: Run[None], loop: str, redis_url: str, impl: str) -> None:
+def test_replies_are_matched_under_1000_tasks(run: Run, loop: str, redis_url: str, impl: str) -> None:
     async def main() -> None:
         async with Client(redis_url, impl=impl, max_in_flight=300) as client:
             echo = client.register_script("return ARGV[1]", name="echo")
@@ -269,7 +275,7 @@ def test_replies_are_matched_under_1000_tasks(run: Run[None], loop: str, redis_u
     run(main())
 
 
-def test_the_in_flight_bound_waits_at_max_connections(run: Run[None], redis_url: str, impl: str) -> None:
+def test_the_in_flight_bound_waits_at_max_connections(run: Run, redis_url: str, impl: str) -> None:
     async def main() -> None:
         async with Client(redis_url, impl=impl, max_connections=1, max_in_flight=2) as client:
             replies = await asyncio.gather(*(client.execute("INCR", "n") for _ in range(50)))

@@ -5,16 +5,20 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 import pytest
-from conftest import Run  # type: ignore[import-not-found]
 
 import fastlock
 from fastlock.aio import AsyncQueue, Client
 from fastlock.queues.jobs import QueueStats, Unique
 
+Run = Callable[[Coroutine[Any, Any, Any]], Any]
+"""The ``run`` fixture (tests/aio/conftest.py): a coroutine's result, run on a fresh loop."""
 
-def test_enqueue_claim_complete_and_tokens(run: Run[None], redis_url: str, impl: str) -> None:
+
+def test_enqueue_claim_complete_and_tokens(run: Run, redis_url: str, impl: str) -> None:
     async def main() -> None:
         async with Client(redis_url, impl=impl) as client:
             queue = client.queue("jobs", lease=5.0)
@@ -35,7 +39,7 @@ def test_enqueue_claim_complete_and_tokens(run: Run[None], redis_url: str, impl:
     run(main())
 
 
-def test_tasks_claim_each_job_once(run: Run[None], redis_url: str, impl: str) -> None:
+def test_tasks_claim_each_job_once(run: Run, redis_url: str, impl: str) -> None:
     async def main() -> None:
         async with Client(redis_url, impl=impl) as client:
             queue = client.queue("many")
@@ -49,7 +53,7 @@ def test_tasks_claim_each_job_once(run: Run[None], redis_url: str, impl: str) ->
     run(main())
 
 
-def test_fail_recover_dead_and_stale_workers(run: Run[None], redis_url: str, impl: str) -> None:
+def test_fail_recover_dead_and_stale_workers(run: Run, redis_url: str, impl: str) -> None:
     async def main() -> None:
         async with Client(redis_url, impl=impl) as client:
             queue = client.queue("q", lease=5.0, max_attempts=2, backoff=0.0)
@@ -82,7 +86,7 @@ def test_fail_recover_dead_and_stale_workers(run: Run[None], redis_url: str, imp
     run(main())
 
 
-def test_delays_priorities_uniqueness(run: Run[None], redis_url: str, impl: str) -> None:
+def test_delays_priorities_uniqueness(run: Run, redis_url: str, impl: str) -> None:
     async def main() -> None:
         async with Client(redis_url, impl=impl) as client:
             queue = client.queue("u")
@@ -103,9 +107,7 @@ def test_delays_priorities_uniqueness(run: Run[None], redis_url: str, impl: str)
     run(main())
 
 
-def test_wait_blocks_until_signalled_without_blocking_the_loop(
-    run: Run[None], redis_url: str, impl: str
-) -> None:
+def test_wait_blocks_until_signalled_without_blocking_the_loop(run: Run, redis_url: str, impl: str) -> None:
     async def main() -> None:
         async with Client(redis_url, impl=impl) as client:
             queue = client.queue("w")
@@ -129,7 +131,7 @@ def test_wait_blocks_until_signalled_without_blocking_the_loop(
 
 
 def test_sync_and_async_queues_share_jobs(
-    run: Run[None], redis_url: str, impl: str, client: fastlock.Client
+    run: Run, redis_url: str, impl: str, client: fastlock.Client
 ) -> None:
     async def main() -> None:
         async with Client(redis_url, impl=impl) as aclient:
