@@ -55,7 +55,7 @@ def test_acquire_release_extend_and_tokens(run: Run, redis_url: str, impl: str) 
     run(main())
 
 
-def test_async_with_excludes_tasks_sharing_one_object(run: Run, redis_url: str, impl: str) -> None:
+def test_async_with_excludes_tasks_sharing_one_object(run: Run, loop: str, redis_url: str, impl: str) -> None:
     """Each task is its own default holder: 20 tasks on one object never overlap, and each
     token is larger than the one before."""
 
@@ -84,7 +84,7 @@ def test_async_with_excludes_tasks_sharing_one_object(run: Run, redis_url: str, 
 
 
 def test_a_sync_holder_wakes_an_async_waiter_without_polling(
-    run: Run, redis_url: str, impl: str, client: fastlock.Client
+    run: Run, loop: str, redis_url: str, impl: str, client: fastlock.Client
 ) -> None:
     """The async waiter blocks in BLPOP (on the server's account) and the sync release wakes it."""
 

@@ -39,7 +39,7 @@ def test_enqueue_claim_complete_and_tokens(run: Run, redis_url: str, impl: str) 
     run(main())
 
 
-def test_tasks_claim_each_job_once(run: Run, redis_url: str, impl: str) -> None:
+def test_tasks_claim_each_job_once(run: Run, loop: str, redis_url: str, impl: str) -> None:
     async def main() -> None:
         async with Client(redis_url, impl=impl) as client:
             queue = client.queue("many")

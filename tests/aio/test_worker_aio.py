@@ -76,7 +76,9 @@ def test_failing_handler_retries_then_dead_letters(run: Run, redis_url: str, imp
     run(main())
 
 
-def test_concurrency_runs_handlers_as_tasks_and_stop_drains(run: Run, redis_url: str, impl: str) -> None:
+def test_concurrency_runs_handlers_as_tasks_and_stop_drains(
+    run: Run, loop: str, redis_url: str, impl: str
+) -> None:
     """8 tasks handle slow jobs side by side; stop() lets each finish its batch, and run()
     returns with nothing left active."""
 
@@ -146,7 +148,7 @@ def test_heartbeat_keeps_a_long_job_leased_and_flags_a_lost_one(run: Run, redis_
 
 
 def test_idle_worker_blocks_without_polling_and_wakes(
-    run: Run, redis_url: str, impl: str, client: fastlock.Client
+    run: Run, loop: str, redis_url: str, impl: str, client: fastlock.Client
 ) -> None:
     async def main() -> None:
         async with Client(redis_url, impl=impl) as aclient:
