@@ -312,3 +312,39 @@ def test_default_holders_differ_per_task_and_stay_within_one(run: Run, redis_url
             assert client.lock("ids", job_id="fixed").job_id == "fixed"
 
     run(main())
+
+
+def test_sync_threads_and_async_tasks_exclude_each_other(
+    run: Run, redis_url: str, impl: str, client: fastlock.Client
+) -> None:
+    """A read-modify-write of one key under one lock, from 3 threads (sync client) and 10
+    tasks (async client) at once: no increment is lost, tokens never repeat."""
+    tokens: list[int] = []
+
+    def sync_side() -> None:
+        with fastlock.Client(redis_url, impl=impl) as own:
+            lock = own.lock("counter", ttl=30, timeout=60)
+            for _ in range(10):
+                with lock as token:
+                    tokens.append(token)
+                    value = int(own.execute("GET", "n") or 0)
+                    own.execute("SET", "n", value + 1)
+
+    async def main() -> None:
+        async with Client(redis_url, impl=impl) as aclient:
+            lock = aclient.lock("counter", ttl=30, timeout=60)
+
+            async def task() -> None:
+                for _ in range(10):
+                    async with lock as token:
+                        tokens.append(token)
+                        value = int(await aclient.execute("GET", "n") or 0)
+                        await asyncio.sleep(0)
+                        await aclient.execute("SET", "n", value + 1)
+
+            threads = [asyncio.to_thread(sync_side) for _ in range(3)]
+            await asyncio.gather(*threads, *(task() for _ in range(10)))
+
+    run(main())
+    assert client.execute("GET", "n") == b"130"
+    assert len(set(tokens)) == 130
