@@ -12,7 +12,7 @@ the script calls and operations, conflicts, and what each type does around a job
 (:data:`EXECUTIONS`). A transport's lock (:class:`~fastlock.Lock`,
 :class:`~fastlock.aio.AsyncLock`) runs them: build, call (or run the operation), parse.
 The job helpers are not generators of steps: a generator and its driver cost the sync
-lifecycle ~7 % per helper, over the instruction budget.
+lifecycle 7-11 % per helper, over the instruction budget.
 """
 
 from __future__ import annotations
