@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from ._impl import load_core
 from .digest import Digester
 from .exceptions import (
@@ -57,13 +59,16 @@ from .locks.lock import Lock
 from .locks.manager import LockManager
 from .locks.reaper import Reaper
 from .locks.types import Holder, LockInfo, LockType
+from .params import ConnectionParams, parse_url
 from .queues.jobs import Batch, Job, Unique
 from .queues.queue import Queue
 from .queues.worker import Worker
 from .scripts.registry import Script, ScriptCounters, ScriptRegistry
 from .sync.client import BoundScript, Client, Pipeline
-from .sync.connect import ConnectionParams, parse_url
 from .sync.pool import ConnectionPool
+
+if TYPE_CHECKING:
+    from .aio.client import Client as AsyncClient
 
 __impl__, _core = load_core()
 __version__ = "0.1.0"
@@ -72,6 +77,7 @@ __all__ = [
     "ArgumentError",
     "ArgumentTypeError",
     "AskError",
+    "AsyncClient",
     "AuthenticationError",
     "Batch",
     "BoundScript",
@@ -135,3 +141,13 @@ __all__ = [
     "__impl__",
     "parse_url",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``fastlock.AsyncClient`` (:class:`fastlock.aio.Client`), imported on first use: a
+    program that never touches asyncio does not import it."""
+    if name == "AsyncClient":
+        from .aio.client import Client
+
+        return Client
+    raise AttributeError(f"module 'fastlock' has no attribute {name!r}")

@@ -302,6 +302,7 @@ def test_until_and_while_executing(client: Any) -> None:
     worker.acquire("3", blocking=False)
     client.locks.delete(worker.digest)
     runner = client.lock("job", type="until_and_while_executing", ttl=30)
+    runner._bound()
     runner._take(runner._runtime, "busy", 0.0)
     with pytest.raises(LockConflictError) as raised:
         worker.execute("4", lambda: None)

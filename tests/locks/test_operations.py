@@ -68,3 +68,27 @@ def test_the_eviction_policy_falls_back_to_config_get_when_info_is_refused() -> 
     operation = eviction_policy()
     next(operation)
     assert finish(operation, b"# Memory\r\nmaxmemory_policy:noeviction\r\n") == "noeviction"
+
+
+def test_the_executions_table_matches_the_types() -> None:
+    """Each type's job-helper steps (one table for every transport) agree with its scopes."""
+    from fastlock.locks.base import EXECUTIONS
+
+    assert set(EXECUTIONS) == set(fastlock.LockType)
+    for kind, steps in EXECUTIONS.items():
+        assert steps.runtime == kind.runtime
+        assert not (steps.release_first or steps.release_after or steps.relock) or kind.queued
+        assert steps.handoff == (kind is fastlock.LockType.UNTIL_AND_WHILE_EXECUTING)
+
+
+def test_an_async_lock_acquire_is_one_operation(client: fastlock.Client) -> None:
+    """AsyncLock runs the same acquire operation (built without I/O); its steps checked here."""
+    from fastlock.aio import AsyncLockManager
+    from fastlock.locks.types import FENCING, TRACK
+
+    locks = AsyncLockManager(client)  # type: ignore[arg-type] - nothing is sent
+    lock = locks.lock("op", ttl=5)
+    operation = lock._acquiring("me", 0.0)
+    step = next(operation)
+    assert step == Call("lock_acquire", lock._main_scope.keys, ("me", lock.digest, 5000, TRACK | FENCING, 0))
+    assert finish(operation, 7) == 7

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ssl
 from typing import Any
 
-from ..sync.connect import tls_context
+from ..params import tls_context
 
 __all__ = ["params_from_redis"]
 

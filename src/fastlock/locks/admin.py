@@ -5,6 +5,7 @@ indexes, inspecting and deleting scopes whoever holds them, reading the changelo
 from __future__ import annotations
 
 import fnmatch
+from typing import Any
 
 from ..operations import Call, Command, Operation
 from .keys import RUNTIME, ChangelogEntry, LockEntry, Scope
@@ -27,14 +28,16 @@ __all__ = [
 BUCKETS_PER_CALL = 256  # most buckets one scan call visits
 
 
-def page(ns: Namespace, bucket: int, after: str, count: int) -> Operation[list[LockEntry]]:
+def page(ns: Namespace[Any], bucket: int, after: str, count: int) -> Operation[list[LockEntry]]:
     """Up to ``count`` index entries of ``bucket`` after member ``after`` ("": from the start)."""
     start = f"({after}" if after else "-"
     index = ns.keys.bucket_keys(bucket)[0]
     return entries_reply((yield Command(("ZRANGE", index, start, "+", "BYLEX", "LIMIT", 0, count))))
 
 
-def scan(ns: Namespace, cursor: str, match: str | None, count: int) -> Operation[tuple[str, list[LockEntry]]]:
+def scan(
+    ns: Namespace[Any], cursor: str, match: str | None, count: int
+) -> Operation[tuple[str, list[LockEntry]]]:
     """One page of tracked scopes: ``(next_cursor, entries)``, see :meth:`LockManager.scan
     <fastlock.LockManager.scan>`."""
     bucket_text, _, after = cursor.partition(":") if cursor != "0" else ("0", "", "")
@@ -54,7 +57,7 @@ def scan(ns: Namespace, cursor: str, match: str | None, count: int) -> Operation
     return f"{bucket}:{after}", entries
 
 
-def limit_of(ns: Namespace, digest: str, runtime: bool) -> Operation[int | None]:
+def limit_of(ns: Namespace[Any], digest: str, runtime: bool) -> Operation[int | None]:
     """The limit recorded in the index for a tracked scope (``None``: not tracked)."""
     scope = LockEntry(digest, runtime, 0).scope
     index = ns.keys.bucket_keys(ns.keys.bucket(digest))[0]
@@ -62,29 +65,29 @@ def limit_of(ns: Namespace, digest: str, runtime: bool) -> Operation[int | None]
     return LockEntry.parse(members[0]).limit if members else None
 
 
-def entry_scope(ns: Namespace, entry: LockEntry) -> Operation[Scope]:
+def entry_scope(ns: Namespace[Any], entry: LockEntry) -> Operation[Scope]:
     """The keys of a tracked scope."""
     return (yield from ns.scoping(entry.digest, RUNTIME if entry.runtime else "", entry.limit))
 
 
-def _tracked(ns: Namespace, digest: str, runtime: bool, limit: int | None) -> Operation[Scope]:
+def _tracked(ns: Namespace[Any], digest: str, runtime: bool, limit: int | None) -> Operation[Scope]:
     """The keys of a digest's scope; ``limit`` defaults to the tracked one (else 1)."""
     if not limit:
         limit = (yield from limit_of(ns, digest, runtime)) or 1
     return (yield from entry_scope(ns, LockEntry(digest, runtime, limit)))
 
 
-def inspect(ns: Namespace, digest: str, runtime: bool, limit: int | None) -> Operation[list[Holder]]:
+def inspect(ns: Namespace[Any], digest: str, runtime: bool, limit: int | None) -> Operation[list[Holder]]:
     """Holders of a digest's scope; ``limit`` defaults to the tracked one (else 1)."""
     scope = yield from _tracked(ns, digest, runtime, limit)
     return holders_reply((yield Call("lock_inspect", scope.keys, ())), runtime)
 
 
-def _delete(ns: Namespace, scope: Scope) -> Operation[int]:
+def _delete(ns: Namespace[Any], scope: Scope) -> Operation[int]:
     return count_reply("lock_delete", (yield Call("lock_delete", scope.keys, (scope.name, ns.max_history))))
 
 
-def delete(ns: Namespace, digest: str, limit: int | None) -> Operation[int]:
+def delete(ns: Namespace[Any], digest: str, limit: int | None) -> Operation[int]:
     """Delete a digest's locks (both scopes): the number of holders removed."""
     deleted = 0
     for runtime in (False, True):
@@ -92,7 +95,7 @@ def delete(ns: Namespace, digest: str, limit: int | None) -> Operation[int]:
     return deleted
 
 
-def delete_matching(ns: Namespace, match: str, cursor: str, count: int) -> Operation[tuple[str, int]]:
+def delete_matching(ns: Namespace[Any], match: str, cursor: str, count: int) -> Operation[tuple[str, int]]:
     """Delete one bounded page of the tracked scopes matching ``match``: ``(next_cursor, removed)``."""
     cursor, found = yield from scan(ns, cursor, match, count)
     deleted = 0
@@ -101,7 +104,7 @@ def delete_matching(ns: Namespace, match: str, cursor: str, count: int) -> Opera
     return cursor, deleted
 
 
-def changelog(ns: Namespace, digest: str, count: int) -> Operation[list[ChangelogEntry]]:
+def changelog(ns: Namespace[Any], digest: str, count: int) -> Operation[list[ChangelogEntry]]:
     """The digest's entries among the newest ``count`` of its bucket's changelog, newest first."""
     log = ns.keys.bucket_keys(ns.keys.bucket(digest))[2]
     return changelog_reply((yield Command(("XREVRANGE", log, "+", "-", "COUNT", count))), digest)

@@ -10,8 +10,11 @@ dead set) and ``reschedule`` (run it again later) raise until a framework binds 
 
 On the enqueue side a strategy returning a fencing token means "acquired after all";
 on the execute side its return value is what ``Lock.execute`` returns. A conflict's I/O is
-also offered as operations (:meth:`Conflict.evicting`, :meth:`Conflict.retrying`,
-:func:`replacing`), for transports that await their steps.
+written once as operations (:meth:`ConflictBase.evicting`, :meth:`ConflictBase.retrying`,
+:func:`replacing`); a sync lock's strategies get a :class:`Conflict` (``evict``/``retry``
+block), an async lock's an :class:`AsyncConflict` (they are awaited). An async lock's
+strategy may be a plain function or a coroutine function (its result is awaited); ``log``,
+``raise``, ``reject`` and ``reschedule`` are shared, ``replace`` awaits its steps there.
 """
 
 from __future__ import annotations
@@ -22,15 +25,18 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from ..exceptions import LockConflictError, LockError
-from ..operations import Call, Operation, Runner
+from ..operations import AsyncRunner, Call, Operation, Runner
 from .replies import token_reply
 from .types import LockType, check_job_id
 from .waiting import attempt
 
 __all__ = [
+    "ASYNC_STRATEGIES",
     "SIDES",
     "STRATEGIES",
+    "AsyncConflict",
     "Conflict",
+    "ConflictBase",
     "ConflictingLock",
     "Strategy",
     "StrategySpec",
@@ -53,7 +59,7 @@ class ConflictingLock(Protocol):
 
 
 @dataclass(frozen=True)
-class Conflict:
+class ConflictBase:
     """A job (``job_id``, the framework's ``job`` object) could not take ``lock`` on ``side``
     (``"enqueue"``: the queue-time lock; ``"execute"``: the runtime lock) because
     ``holders`` (job ids) hold it."""
@@ -63,42 +69,69 @@ class Conflict:
     side: str
     holders: tuple[str, ...]
     job: Any = None
-    # the lock's transport, the release call of a holder in the conflicting scope, the job's
-    # acquire call there (without them, evict and retry do nothing)
-    _runner: Runner | None = field(repr=False, default=None, kw_only=True)
+    # the release call of a holder in the conflicting scope, the job's acquire call there
+    # (without them, evict and retry do nothing)
     _release: Callable[[str], Call] | None = field(repr=False, default=None, kw_only=True)
     _acquire: Call | None = field(repr=False, default=None, kw_only=True)
 
     def evicting(self, job_id: str) -> Operation[int | None]:
-        """:meth:`evict` as an operation."""
+        """``evict`` as an operation."""
         if self._release is None:
             return None
         return token_reply("lock_release", (yield self._release(check_job_id(job_id))))
 
     def retrying(self) -> Operation[int | None]:
-        """:meth:`retry` as an operation."""
+        """``retry`` as an operation."""
         if self._acquire is None:
             return None
         reply = yield from attempt(self._acquire)
         return reply if type(reply) is int else None
 
+
+@dataclass(frozen=True)
+class Conflict(ConflictBase):
+    """A conflict of a (sync) :class:`~fastlock.Lock`."""
+
+    _runner: Runner | None = field(repr=False, default=None, kw_only=True)  # the lock's transport
+
     def evict(self, job_id: str) -> int | None:
         """Release what holder ``job_id`` holds in the conflicting scope; its freed token."""
-        return self._run(self.evicting(job_id))
+        return self.run(self.evicting(job_id))
 
     def retry(self) -> int | None:
         """Try once more, without waiting: the fencing token, or ``None``."""
-        return self._run(self.retrying())
+        return self.run(self.retrying())
 
-    def _run(self, operation: Operation[int | None]) -> int | None:
+    def run(self, operation: Operation[int | None]) -> int | None:
+        """Run one of the conflict's operations on the lock's transport."""
         return None if self._runner is None else self._runner.run(operation)
 
 
-Strategy = Callable[[Conflict], Any]
+@dataclass(frozen=True)
+class AsyncConflict(ConflictBase):
+    """A conflict of an :class:`~fastlock.aio.AsyncLock`: ``evict`` and ``retry`` are awaited."""
+
+    _runner: AsyncRunner | None = field(repr=False, default=None, kw_only=True)
+
+    async def evict(self, job_id: str) -> int | None:
+        """Release what holder ``job_id`` holds in the conflicting scope; its freed token."""
+        return await self.run(self.evicting(job_id))
+
+    async def retry(self) -> int | None:
+        """Try once more, without waiting: the fencing token, or ``None``."""
+        return await self.run(self.retrying())
+
+    async def run(self, operation: Operation[int | None]) -> int | None:
+        """Run one of the conflict's operations on the lock's transport."""
+        return None if self._runner is None else await self._runner.run(operation)
+
+
+Strategy = Callable[[Any], Any]
+"""Takes a :class:`Conflict` (an :class:`AsyncConflict` for an async lock)."""
 StrategySpec = str | Strategy | None
 
 
-def log(conflict: Conflict) -> None:
+def log(conflict: ConflictBase) -> None:
     """Log the skipped job at INFO and drop it."""
     logger.info(
         "skipping job %s: lock %s (%s) is held by %s",
@@ -109,7 +142,7 @@ def log(conflict: Conflict) -> None:
     )
 
 
-def raise_(conflict: Conflict) -> None:
+def raise_(conflict: ConflictBase) -> None:
     """Raise :class:`~fastlock.LockConflictError`."""
     raise LockConflictError(
         f"job {conflict.job_id}: lock {conflict.lock.digest} ({conflict.side}) "
@@ -118,7 +151,7 @@ def raise_(conflict: Conflict) -> None:
     )
 
 
-def replacing(conflict: Conflict) -> Operation[int | None]:
+def replacing(conflict: ConflictBase) -> Operation[int | None]:
     """:func:`replace` as an operation."""
     for holder in conflict.holders:
         yield from conflict.evicting(holder)
@@ -128,11 +161,16 @@ def replacing(conflict: Conflict) -> Operation[int | None]:
 def replace(conflict: Conflict) -> int | None:
     """Evict the holders and try once more (enqueue side). A framework that must also drop
     the replaced jobs from its queue wraps this one."""
-    return conflict._run(replacing(conflict))
+    return conflict.run(replacing(conflict))
+
+
+async def replace_async(conflict: AsyncConflict) -> int | None:
+    """:func:`replace` for an async lock."""
+    return await conflict.run(replacing(conflict))
 
 
 def _unbound(name: str) -> Strategy:
-    def strategy(conflict: Conflict) -> None:
+    def strategy(conflict: ConflictBase) -> None:
         raise LockError(
             f"conflict strategy {name!r} needs a job framework: bind it in LockManager.strategies"
         )
@@ -148,6 +186,8 @@ STRATEGIES: Mapping[str, Strategy] = {
     "reject": _unbound("reject"),
     "reschedule": _unbound("reschedule"),
 }
+ASYNC_STRATEGIES: Mapping[str, Strategy] = {**STRATEGIES, "replace": replace_async}
+"""The built-in strategies of async locks."""
 _ONLY_ON = {"replace": "enqueue", "reschedule": "execute"}
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..digest import check_digest
+from ..operations import Runner
 from . import admin
 from .keys import ChangelogEntry, LockEntry, Scope
 from .lock import Lock
@@ -17,7 +17,7 @@ from .types import Holder
 __all__ = ["LockManager"]
 
 
-class LockManager(Namespace):
+class LockManager(Namespace[Runner]):
     """A lock namespace on one client (any :class:`~fastlock.operations.Runner`).
 
     ``prefix`` and ``buckets`` fix the key layout (every process of a deployment must use
@@ -36,10 +36,6 @@ class LockManager(Namespace):
 
     # --- locks ------------------------------------------------------------------------
 
-    def digest(self, name: str, queue: str | None = None, args: Any = None) -> str:
-        """The digest of ``name`` (a job class or resource) on ``queue`` with ``args``."""
-        return self.digester.digest(name, queue, args)
-
     def lock(
         self,
         name: str | None = None,
@@ -52,27 +48,13 @@ class LockManager(Namespace):
         """A lock on ``digest``, or on the digest of (``name``, ``queue``, ``args``);
         ``options`` (``type``, ``ttl``, ``timeout``, ``limit``, ``job_id``, ``on_conflict``)
         are :class:`Lock`'s."""
-        if digest is None:
-            if name is None:
-                raise ValueError("give a lock name or a digest")
-            digest = self.digest(name, queue, args)
-        else:
-            check_digest(digest)
-        return Lock(self, digest, name=name, **options)
+        return Lock(self, self.lock_digest(name, digest, queue, args), name=name, **options)
 
     def reaper(self, **options: Any) -> Reaper:
         """A :class:`~fastlock.locks.reaper.Reaper` for this namespace (options: see there)."""
         return Reaper(self, **options)
 
     # --- key layout -------------------------------------------------------------------
-
-    def bucket(self, digest: str) -> int:
-        """The bucket of ``digest``: ``int(digest[:8], 16) % buckets``."""
-        return self.keys.bucket(digest)
-
-    def bucket_keys(self, bucket: int) -> tuple[str, str, str]:
-        """(index, fencing counter, changelog) keys of ``bucket``."""
-        return self.keys.bucket_keys(bucket)
 
     def entry_scope(self, entry: LockEntry) -> Scope:
         """The keys of a tracked scope."""

@@ -1,26 +1,32 @@
-"""What the locks of one namespace share: the transport, the key space, the options, the
-conflict strategies, the scopes' keys (cached) and the server's eviction policy, checked once.
-:class:`~fastlock.LockManager` is a namespace with its locks and admin on top."""
+"""What the locks of one namespace share, whatever the transport: the runner, the key space,
+the options, the conflict strategies, the scopes' keys (cached), digests, the release call and
+the server's eviction policy, checked once (as an operation). :class:`~fastlock.LockManager`
+and :class:`~fastlock.aio.AsyncLockManager` are namespaces with their locks and admin on top."""
 
 from __future__ import annotations
 
 import functools
 import logging
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from ..digest import Digester, HashFunction
+from ..digest import Digester, HashFunction, check_digest
 from ..exceptions import LockError, ResponseError
-from ..operations import Call, Command, Operation, Runner
+from ..operations import Call, Command, Operation
 from .conflict import STRATEGIES, Strategy
 from .keys import KeySpace, Scope
 from .replies import token_reply
 from .types import FENCING, TRACK
 
+if TYPE_CHECKING:
+    from ..operations import AsyncRunner, Runner
+
 __all__ = ["Namespace", "eviction_policy"]
 
 logger = logging.getLogger("fastlock.lock")
+
+R = TypeVar("R", bound="Runner | AsyncRunner")
 
 _POLICY = re.compile(rb"^maxmemory_policy:(\S+)", re.MULTILINE)
 _SCOPES_CACHED = 1024  # scopes (key sets) kept per namespace, least recently used dropped first
@@ -45,13 +51,17 @@ def eviction_policy() -> Operation[str | None]:
             return None
 
 
-class Namespace:
-    """A lock namespace on one transport (``client``: a :class:`~fastlock.operations.Runner`,
-    such as :class:`~fastlock.Client`); see :class:`~fastlock.LockManager` for the options."""
+class Namespace(Generic[R]):
+    """A lock namespace on one transport (``client``: a :class:`~fastlock.operations.Runner`
+    such as :class:`~fastlock.Client`, or an :class:`~fastlock.operations.AsyncRunner`); see
+    :class:`~fastlock.LockManager` for the options. ``default_strategies`` are the conflict
+    strategies a subclass's locks know by name before ``strategies`` are added."""
+
+    default_strategies: Mapping[str, Strategy] = STRATEGIES
 
     def __init__(
         self,
-        client: Runner,
+        client: R,
         *,
         prefix: str = "fastlock",
         buckets: int = 1024,
@@ -70,10 +80,12 @@ class Namespace:
         self.fencing = fencing
         self.max_history = max_history
         self.flags = (TRACK if track else 0) | (FENCING if fencing else 0)
-        self.strategies: dict[str, Strategy] = {**STRATEGIES, **(strategies or {})}
-        self.call = client.call  # the hot path's script call, bound once
-        self._scopes = functools.lru_cache(maxsize=_SCOPES_CACHED)(self.keys.scope)
-        self._policy_checked = False
+        self.strategies: dict[str, Strategy] = {**self.default_strategies, **(strategies or {})}
+        self.call: Callable[..., Any] = client.call  # the hot path's script call, bound once
+        self.scope = functools.lru_cache(maxsize=_SCOPES_CACHED)(self.keys.scope)
+        """The keys of ``digest``'s queue-time (``suffix=""``) or runtime (``":run"``) scope
+        (the recently used ones are cached); :meth:`checking` comes first."""
+        self.policy_checked = False
 
     @property
     def prefix(self) -> str:
@@ -83,20 +95,37 @@ class Namespace:
     def buckets(self) -> int:
         return self.keys.buckets
 
-    # --- scopes -----------------------------------------------------------------------
+    # --- digests and scopes -----------------------------------------------------------
 
-    def scope(self, digest: str, suffix: str, limit: int) -> Scope:
-        """The keys of ``digest``'s queue-time (``suffix=""``) or runtime (``":run"``) scope
-        (the recently used ones are cached); the first one checks the eviction policy."""
-        if not self._policy_checked:
-            self.runner.run(self.check_eviction_policy())
-        return self._scopes(digest, suffix, limit)
+    def digest(self, name: str, queue: str | None = None, args: Any = None) -> str:
+        """The digest of ``name`` (a job class or resource) on ``queue`` with ``args``."""
+        return self.digester.digest(name, queue, args)
+
+    def lock_digest(self, name: str | None, digest: str | None, queue: str | None, args: Any) -> str:
+        """``digest`` checked, or the digest of (``name``, ``queue``, ``args``)."""
+        if digest is not None:
+            return check_digest(digest)
+        if name is None:
+            raise ValueError("give a lock name or a digest")
+        return self.digester.digest(name, queue, args)
+
+    def bucket(self, digest: str) -> int:
+        """The bucket of ``digest``: ``int(digest[:8], 16) % buckets``."""
+        return self.keys.bucket(digest)
+
+    def bucket_keys(self, bucket: int) -> tuple[str, str, str]:
+        """(index, fencing counter, changelog) keys of ``bucket``."""
+        return self.keys.bucket_keys(bucket)
 
     def scoping(self, digest: str, suffix: str, limit: int) -> Operation[Scope]:
-        """:meth:`scope` as an operation."""
-        if not self._policy_checked:
+        """:meth:`scope` after :meth:`checking`, as an operation."""
+        yield from self.checking()
+        return self.scope(digest, suffix, limit)
+
+    def checking(self) -> Operation[None]:
+        """:meth:`check_eviction_policy` unless done already."""
+        if not self.policy_checked:
             yield from self.check_eviction_policy()
-        return self._scopes(digest, suffix, limit)
 
     def check_eviction_policy(self) -> Operation[None]:
         """Refuse a server whose ``maxmemory-policy`` may evict any key (``allkeys-*``: held
@@ -116,24 +145,20 @@ class Namespace:
                 "pressure (fencing tokens stay increasing); noeviction is safe",
                 policy,
             )
-        self._policy_checked = True
+        self.policy_checked = True
 
     # --- release ----------------------------------------------------------------------
 
-    def release_scope(self, scope: Scope, job_id: str, token: str | int = "") -> int | None:
-        """Release what ``job_id`` holds in ``scope`` (only the acquisition with fencing token
-        ``token``, if given): the token freed, or ``None``."""
-        return token_reply(
-            "lock_release", self.call("lock_release", scope.keys, self._release_args(scope, job_id, token))
-        )
-
     def release_call(self, scope: Scope, job_id: str, token: str | int = "") -> Call:
-        """The call :meth:`release_scope` makes, as a step."""
-        return Call("lock_release", scope.keys, self._release_args(scope, job_id, token))
+        """The call releasing what ``job_id`` holds in ``scope`` (only the acquisition with
+        fencing token ``token``, if given); :func:`~fastlock.locks.replies.token_reply` reads
+        its reply: the token freed, or ``None``."""
+        return Call("lock_release", scope.keys, self.release_args(scope, job_id, token))
 
-    def _release_args(self, scope: Scope, job_id: str, token: str | int) -> tuple[Any, ...]:
+    def release_args(self, scope: Scope, job_id: str, token: str | int = "") -> tuple[Any, ...]:
+        """The arguments of :meth:`release_call` (the hot path calls with them directly)."""
         return (job_id, scope.name, token, self.track, self.max_history)
 
     def releasing(self, scope: Scope, job_id: str, token: str | int = "") -> Operation[int | None]:
-        """:meth:`release_scope` as an operation."""
+        """:meth:`release_call` as an operation."""
         return token_reply("lock_release", (yield self.release_call(scope, job_id, token)))

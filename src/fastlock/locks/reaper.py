@@ -12,7 +12,9 @@ Without ``alive`` the reaper deletes no lock at all: it drops tracking-index ent
 slots are gone (expired ttl locks, until_expired locks), which is what keeps the index from
 growing. Each pass examines at most ``batch`` index entries (in scripts of at most
 ``chunk``) and holds the reaper lock (``fastlock:reaper``, with ``lease``) meanwhile, so a
-second runner skips its pass instead of racing.
+second runner skips its pass instead of racing. :class:`ReaperBase` holds the pass (an
+operation); :class:`Reaper` runs it from a thread, :class:`~fastlock.aio.AsyncReaper` from
+an asyncio task.
 """
 
 from __future__ import annotations
@@ -21,9 +23,9 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from ..operations import Call, Operation
+from ..operations import Call, Operation, Runner
 from ..protocol.arguments import duration_ms
 from .admin import entry_scope, page
 from .keys import LockEntry, Scope
@@ -31,7 +33,12 @@ from .lock import Lock
 from .namespace import Namespace
 from .replies import reap_reply, unexpected_reply
 
-__all__ = ["ReapResult", "Reaper"]
+if TYPE_CHECKING:
+    from ..operations import AsyncRunner
+
+__all__ = ["MUTEX", "ReapResult", "Reaper", "ReaperBase"]
+
+R = TypeVar("R", bound="Runner | AsyncRunner")
 
 logger = logging.getLogger("fastlock.reaper")
 
@@ -48,14 +55,13 @@ class ReapResult:
     released: int
 
 
-class Reaper:
-    """Reaps one lock namespace: ``run_once()`` for one bounded pass, ``start()`` for a
-    background thread passing every ``interval`` seconds (``stop()`` ends it). A pass is the
+class ReaperBase(Generic[R]):
+    """What every transport's reaper shares: the options, the cursor and the pass, the
     operation :meth:`passing`, run between taking and releasing the reaper lock."""
 
     def __init__(
         self,
-        manager: Namespace,
+        manager: Namespace[R],
         *,
         batch: int = 1000,
         chunk: int = 100,
@@ -71,21 +77,9 @@ class Reaper:
         self.chunk = chunk
         self.interval = interval
         self.alive = alive
-        # holder: this object in the calling thread and process (a Reaper forked along is another runner)
-        self._mutex = Lock(manager, manager.digester.digest(MUTEX, None, None), name=MUTEX, ttl=lease)
+        self.lease = lease
+        self.mutex_digest = manager.digester.digest(MUTEX, None, None)
         self._cursor = (0, "")
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def run_once(self) -> ReapResult | None:
-        """One pass from where the last one stopped, or ``None`` if another runner holds the
-        reaper lock. A pass stops after ``batch`` entries or one full sweep of the buckets."""
-        if self._mutex.acquire(blocking=False) is None:
-            return None
-        try:
-            return self.manager.runner.run(self.passing())
-        finally:
-            self._mutex.release()
 
     def passing(self) -> Operation[ReapResult]:
         """One pass from the cursor (without the reaper lock), as an operation."""
@@ -97,7 +91,7 @@ class Reaper:
             found = yield from page(manager, bucket, after, want)
             if found:
                 after = found[-1].member
-                entries = [entry for entry in found if entry.digest != self._mutex.digest]
+                entries = [entry for entry in found if entry.digest != self.mutex_digest]
                 gone, freed = (yield from self._reap(bucket, entries)) if entries else (0, 0)
                 examined, dropped, released = examined + len(entries), dropped + gone, released + freed
             if len(found) < want:
@@ -130,6 +124,28 @@ class Reaper:
                     logger.info("reaped lock %s of dead job %s (token %s)", scope.name, job_id, token)
                     released += 1
         return dropped, released
+
+
+class Reaper(ReaperBase[Runner]):
+    """Reaps one lock namespace: ``run_once()`` for one bounded pass, ``start()`` for a
+    background thread passing every ``interval`` seconds (``stop()`` ends it)."""
+
+    def __init__(self, manager: Namespace[Runner], **options: Any) -> None:
+        super().__init__(manager, **options)
+        # holder: this object in the calling thread and process (a Reaper forked along is another runner)
+        self._mutex = Lock(manager, self.mutex_digest, name=MUTEX, ttl=self.lease)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def run_once(self) -> ReapResult | None:
+        """One pass from where the last one stopped, or ``None`` if another runner holds the
+        reaper lock. A pass stops after ``batch`` entries or one full sweep of the buckets."""
+        if self._mutex.acquire(blocking=False) is None:
+            return None
+        try:
+            return self.manager.runner.run(self.passing())
+        finally:
+            self._mutex.release()
 
     def start(self) -> threading.Thread:
         """Run a pass now and every ``interval`` seconds in a daemon thread."""

@@ -18,10 +18,13 @@ A call runs by ``EVALSHA``; a transport sends it directly (the hot path), append
 
 A failed call is counted with :func:`record_failure`. Warm-up loading is
 :func:`load_commands` sent in one write, its replies checked by :func:`check_loaded`.
+What every client offers alike: :class:`ScriptSettingsAccess` (the settings as attributes,
+the counters) and :func:`register`.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import random
 import time
@@ -39,13 +42,14 @@ from ..exceptions import (
 )
 from ..operations import Command, Commands, Operation, Sleep
 from .errors import lua_error
-from .registry import Script, ScriptStats
+from .registry import Script, ScriptCounters, ScriptRegistry, ScriptStats
 
 __all__ = [
     "BUSY_FIRST_DELAY",
     "BUSY_MAX_DELAY",
     "MAX_RELOADS",
     "ScriptSettings",
+    "ScriptSettingsAccess",
     "check_loaded",
     "kill_busy_script",
     "load_commands",
@@ -54,6 +58,7 @@ __all__ = [
     "record_call",
     "record_failure",
     "recover",
+    "register",
 ]
 
 MAX_RELOADS = 3
@@ -197,3 +202,53 @@ def check_loaded(scripts: Sequence[Script], replies: Sequence[Any]) -> None:
     for script, reply in zip(scripts, replies, strict=True):
         if isinstance(reply, ResponseError):
             raise lua_error(reply, script)
+
+
+def register(scripts: ScriptRegistry, source: str | bytes, name: str | None = None) -> Script:
+    """Add ``source`` to ``scripts`` as ``name`` (default ``script_<sha1 prefix>``)."""
+    text = source.decode() if isinstance(source, bytes) else source
+    return scripts.add(name or f"script_{hashlib.sha1(text.encode()).hexdigest()[:16]}", text)
+
+
+class ScriptSettingsAccess:
+    """For a client holding its :class:`ScriptSettings` in ``script_settings`` and its
+    scripts in ``scripts``: the four settings as attributes, and the call counters."""
+
+    script_settings: ScriptSettings
+    scripts: ScriptRegistry
+
+    @property
+    def debug(self) -> bool:
+        return self.script_settings.debug
+
+    @debug.setter
+    def debug(self, value: bool) -> None:
+        self.script_settings.debug = value
+
+    @property
+    def max_history(self) -> int:
+        return self.script_settings.max_history
+
+    @max_history.setter
+    def max_history(self, value: int) -> None:
+        self.script_settings.max_history = value
+
+    @property
+    def busy_timeout(self) -> float:
+        return self.script_settings.busy_timeout
+
+    @busy_timeout.setter
+    def busy_timeout(self, value: float) -> None:
+        self.script_settings.busy_timeout = value
+
+    @property
+    def kill_busy_after(self) -> float | None:
+        return self.script_settings.kill_busy_after
+
+    @kill_busy_after.setter
+    def kill_busy_after(self, value: float | None) -> None:
+        self.script_settings.kill_busy_after = value
+
+    def script_stats(self) -> dict[str, ScriptCounters]:
+        """Counters of every script rendered so far, by name."""
+        return {name: script.stats.snapshot() for name, script in self.scripts.loaded.items()}

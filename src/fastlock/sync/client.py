@@ -15,7 +15,6 @@ kills, Lua error reports), which :meth:`Client.run` drives. Call metadata and in
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 from collections.abc import Callable, Iterable, Sequence
 from time import monotonic
@@ -26,11 +25,13 @@ from ..exceptions import ArgumentError, ArgumentTypeError, ConnectionError, Resp
 from ..locks.lock import Lock
 from ..locks.manager import LockManager
 from ..operations import Operation, Runner
+from ..params import BLOCKING_MARGIN, DEFAULT_URL, ConnectionParams, blocking_wait, parse_url
 from ..protocol.commands import refuse_connection_state
 from ..queues.queue import Queue
 from ..scripts.calling import (
     MAX_RELOADS,
     ScriptSettings,
+    ScriptSettingsAccess,
     check_loaded,
     load_commands,
     meta_values,
@@ -38,9 +39,10 @@ from ..scripts.calling import (
     record_call,
     record_failure,
     recover,
+    register,
 )
-from ..scripts.registry import Script, ScriptCounters, ScriptRegistry
-from .connect import DEFAULT_URL, ConnectionParams, open_connection, parse_url, set_io_timeout
+from ..scripts.registry import Script, ScriptRegistry
+from .connect import open_connection, set_io_timeout
 from .drive import drive
 from .pipeline import BoundScript, Pipeline
 from .pool import ConnectionPool
@@ -50,16 +52,13 @@ __all__ = ["BLOCKING_MARGIN", "MAX_RELOADS", "BoundScript", "Client", "Pipeline"
 T = TypeVar("T")
 _KEEP_CONNECTION = (ResponseError, ArgumentError, ArgumentTypeError)
 
-BLOCKING_MARGIN = 1.0
-"""Least time a blocking command's socket read waits beyond the command's own timeout."""
 
-
-class Client:
+class Client(ScriptSettingsAccess):
     """A Redis/Valkey client for hot loops.
 
     ``url`` is ``redis://[user:password@]host[:port][/db]``, ``rediss://...`` for TLS or
     ``unix:///path.sock?db=N``; keyword arguments override what the URL says (see
-    :class:`~fastlock.sync.connect.ConnectionParams`). ``impl`` picks the core
+    :class:`~fastlock.params.ConnectionParams`). ``impl`` picks the core
     (``"cython"`` or ``"python"``; default ``FASTLOCK_IMPL`` or the best available).
 
     Scripts: ``script_paths`` are folders searched before the built-in one; ``debug``
@@ -127,38 +126,6 @@ class Client:
         return conn
 
     @property
-    def debug(self) -> bool:
-        return self.script_settings.debug
-
-    @debug.setter
-    def debug(self, value: bool) -> None:
-        self.script_settings.debug = value
-
-    @property
-    def max_history(self) -> int:
-        return self.script_settings.max_history
-
-    @max_history.setter
-    def max_history(self, value: int) -> None:
-        self.script_settings.max_history = value
-
-    @property
-    def busy_timeout(self) -> float:
-        return self.script_settings.busy_timeout
-
-    @busy_timeout.setter
-    def busy_timeout(self, value: float) -> None:
-        self.script_settings.busy_timeout = value
-
-    @property
-    def kill_busy_after(self) -> float | None:
-        return self.script_settings.kill_busy_after
-
-    @kill_busy_after.setter
-    def kill_busy_after(self, value: float | None) -> None:
-        self.script_settings.kill_busy_after = value
-
-    @property
     def pool(self) -> ConnectionPool:
         """The connection pool (sizes and settings)."""
         return self._pool
@@ -219,7 +186,7 @@ class Client:
         ``socket_timeout`` is (``None`` included)."""
         refuse_connection_state(args)
         normal = self.params.socket_timeout
-        return self._run(_execute_blocking, args, timeout + max(normal or 0.0, BLOCKING_MARGIN), normal)
+        return self._run(_execute_blocking, args, blocking_wait(timeout, normal), normal)
 
     def evalsha(self, sha: str | bytes, keys: Sequence[Any] = (), args: Sequence[Any] = ()) -> Any:
         """Run ``EVALSHA`` of an already loaded script."""
@@ -282,13 +249,7 @@ class Client:
     def register_script(self, source: str | bytes, name: str | None = None) -> BoundScript:
         """Register ``source`` (includes and ``#meta`` allowed) as script ``name`` (default
         ``script_<sha1 prefix>``) and return it as a callable."""
-        text = source.decode() if isinstance(source, bytes) else source
-        name = name or f"script_{hashlib.sha1(text.encode()).hexdigest()[:16]}"
-        return BoundScript(self, self.scripts.add(name, text))
-
-    def script_stats(self) -> dict[str, ScriptCounters]:
-        """Counters of every script rendered so far, by name."""
-        return {name: script.stats.snapshot() for name, script in self._loaded.items()}
+        return BoundScript(self, register(self.scripts, source, name))
 
     @property
     def server_version(self) -> str:

@@ -1,0 +1,21 @@
+"""fastlock on asyncio: :class:`Client` (also ``fastlock.AsyncClient``), an
+:class:`~fastlock.operations.AsyncRunner` with automatic pipelining and cancellation safety,
+and the locks, queue and worker over it (:class:`AsyncLock`, :class:`AsyncLockManager`,
+:class:`AsyncReaper`, :class:`AsyncQueue`, :class:`AsyncWorker`)."""
+
+from .client import Client
+from .locks import AsyncLock, AsyncLockManager, AsyncReaper
+from .pipeline import BoundScript, Pipeline
+from .queue import AsyncQueue
+from .worker import AsyncWorker
+
+__all__ = [
+    "AsyncLock",
+    "AsyncLockManager",
+    "AsyncQueue",
+    "AsyncReaper",
+    "AsyncWorker",
+    "BoundScript",
+    "Client",
+    "Pipeline",
+]

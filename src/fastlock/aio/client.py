@@ -1,0 +1,313 @@
+"""``fastlock.aio.Client``: the asyncio client, an :class:`~fastlock.operations.AsyncRunner`.
+
+Commands of every task share a few multiplexed connections (:mod:`fastlock.aio.pool`), each
+coalescing the commands issued in one loop iteration into one write
+(:mod:`fastlock.aio.connection`); blocking commands borrow a dedicated connection.
+
+Delivery (as in the sync client, docs/delivery.md): a command is sent again, once, on
+another connection only when it provably never left the client (``ConnectionError.sent`` is
+false); a timeout or a connection lost after the write is raised. Cancelling a caller never
+closes a multiplexed connection: an unwritten command is dropped, a written one's reply is
+read and dropped. ``timeout`` (per call, default the client's ``socket_timeout``) raises
+:class:`~fastlock.TimeoutError` whose ``sent`` says whether the command was written.
+
+Scripts run by ``EVALSHA`` sent directly; an error reply goes to the recovery operation of
+:mod:`fastlock.scripts.calling`, driven by :meth:`Client.run` (:mod:`fastlock.aio.drive`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import functools
+import os
+from collections.abc import Iterable, Sequence
+from time import monotonic
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from .._impl import load_core
+from ..exceptions import ConnectionError, FastlockError, ResponseError, TimeoutError
+from ..operations import AsyncRunner, Operation
+from ..params import DEFAULT_URL, ConnectionParams, blocking_wait, parse_url
+from ..protocol.commands import refuse_connection_state
+from ..scripts.calling import (
+    ScriptSettings,
+    ScriptSettingsAccess,
+    check_loaded,
+    load_commands,
+    meta_values,
+    read_server_version,
+    record_call,
+    record_failure,
+    recover,
+    register,
+)
+from ..scripts.registry import ScriptRegistry
+from .connection import Connection, open_connection
+from .drive import drive
+from .locks import AsyncLock, AsyncLockManager
+from .pipeline import BoundScript, Pipeline
+from .pool import Pool
+from .queue import AsyncQueue
+
+__all__ = ["Client"]
+
+T = TypeVar("T")
+
+
+class Client(ScriptSettingsAccess):
+    """An asyncio Redis/Valkey client with automatic pipelining.
+
+    ``url`` and keyword ``params`` are those of :class:`fastlock.Client` (see
+    :func:`~fastlock.params.parse_url`), as are ``impl`` and the script settings
+    (``script_paths``, ``debug``, ``max_history``, ``busy_timeout``, ``kill_busy_after``,
+    ``warm_up``). ``max_connections`` bounds the multiplexed connections (and, apart, the
+    dedicated ones lent to blocking commands); ``max_in_flight`` the commands awaiting
+    replies on one multiplexed connection before another is opened or callers wait (at most
+    ``pool_timeout`` seconds). Connections open on first use, on the running loop; use the
+    client from that loop only. Close it with ``await client.close()`` or ``async with``.
+    """
+
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        *,
+        impl: str | None = None,
+        max_connections: int = 4,
+        max_in_flight: int = 1024,
+        pool_timeout: float | None = 5.0,
+        script_paths: Iterable[str | os.PathLike[str]] = (),
+        debug: bool = False,
+        max_history: int = 1000,
+        busy_timeout: float = 5.0,
+        kill_busy_after: float | None = None,
+        warm_up: bool = False,
+        **params: Any,
+    ) -> None:
+        self.impl, self._core = load_core(impl)
+        self.params: ConnectionParams = parse_url(url, **params)
+        self.scripts = ScriptRegistry(script_paths)
+        self._loaded = self.scripts.loaded
+        self._encode_command = self._core.encode_command
+        self._encode_evalsha = self._core.encode_evalsha
+        self._timeout = self.params.socket_timeout
+        self.script_settings = ScriptSettings(busy_timeout, kill_busy_after, debug, max_history)
+        """The script-call policy (:class:`~fastlock.scripts.calling.ScriptSettings`)."""
+        self._warm_up = warm_up
+        self._pool = Pool(
+            self._open, max_connections=max_connections, max_in_flight=max_in_flight, timeout=pool_timeout
+        )
+
+    @classmethod
+    def from_redis(cls, redis_client: Any, **kwargs: Any) -> Client:
+        """A client for the same server, database, credentials, timeouts and TLS settings as
+        a redis-py client (``redis.asyncio`` or blocking; valkey-py alike). ``kwargs`` go to
+        :class:`Client`."""
+        from ..interop.redis_py import params_from_redis
+
+        return cls(**{**params_from_redis(redis_client), **kwargs})
+
+    async def _open(self) -> Connection:
+        conn = await open_connection(self.params, self._core)
+        if self._warm_up:
+            scripts = self.scripts.load_all()
+            try:
+                replies = await conn.send(self._core.encode_pipeline(load_commands(scripts)), len(scripts))
+                check_loaded(scripts, replies)
+            except BaseException:
+                conn.close()
+                raise
+        return conn
+
+    @property
+    def pool(self) -> Pool:
+        """The connections (sizes, settings, write counts)."""
+        return self._pool
+
+    async def _request(self, payload: bytes, count: int, timeout: float | None) -> Any:
+        """Send ``payload`` on a multiplexed connection; again on another one, once, if the
+        connection was lost before it was written."""
+        if timeout is None:
+            timeout = self._timeout
+        conn = self._pool.pick()
+        if conn is None:
+            conn = await self._acquire(timeout)
+        try:
+            return await conn.send(payload, count, timeout)
+        except ConnectionError as exc:
+            if exc.sent or isinstance(exc, TimeoutError):
+                raise
+        conn = await self._acquire(timeout)
+        return await conn.send(payload, count, timeout)
+
+    async def _acquire(self, timeout: float | None) -> Connection:
+        """A connection with room, within the call's ``timeout``: else an unsent TimeoutError."""
+        try:
+            async with asyncio.timeout(timeout):
+                return await self._pool.acquire()
+        except builtins.TimeoutError as exc:
+            if isinstance(exc, FastlockError):  # the pool's own wait, or connecting, timed out
+                raise
+            raise TimeoutError(
+                f"no connection to {self.params.address} had room in time (before it was sent)", sent=False
+            ) from None
+
+    async def execute(self, *args: Any, timeout: float | None = None) -> Any:
+        """Run one command, e.g. ``await client.execute("SET", "k", 1)``; error replies raise.
+
+        ``timeout`` (seconds) overrides the client's ``socket_timeout`` for this call.
+        Commands that would change a shared connection's state (``MULTI``, ``SUBSCRIBE``,
+        ``SELECT``, ...) raise :class:`~fastlock.ArgumentError`, unsent.
+        """
+        refuse_connection_state(args)
+        reply = await self._request(self._encode_command(*args), 0, timeout)
+        if isinstance(reply, ResponseError):
+            raise reply
+        return reply
+
+    async def execute_many(
+        self, commands: Sequence[tuple[Any, ...]], *, timeout: float | None = None
+    ) -> list[Any]:
+        """Send ``commands`` (each refused like in :meth:`execute`) in one write and return
+        their replies in order, error replies in place as ``ResponseError`` instances."""
+        for args in commands:
+            refuse_connection_state(args)
+        if not commands:
+            return []
+        replies: list[Any] = await self._request(self._core.encode_pipeline(commands), len(commands), timeout)
+        return replies
+
+    async def execute_blocking(self, *args: Any, timeout: float) -> Any:
+        """Run a blocking command (``BLPOP``, ``BZPOPMIN``, ...) that may wait up to
+        ``timeout`` seconds on the server, on a dedicated connection. Pass the same wait in
+        the command's own arguments. Its reply is awaited ``timeout`` plus the client's
+        ``socket_timeout`` (and at least ``BLOCKING_MARGIN`` more). Cancelled once sent, the
+        command's connection is closed (the server stops waiting for it)."""
+        refuse_connection_state(args)
+        payload = self._encode_command(*args)
+        wait = blocking_wait(timeout, self._timeout)
+        pool = self._pool
+        for attempt in range(2):
+            conn = await pool.borrow()
+            try:
+                reply = await conn.send(payload, 0, wait)
+                break
+            except ConnectionError as exc:
+                if attempt or exc.sent or isinstance(exc, TimeoutError):
+                    raise
+            finally:
+                pool.give_back(conn)
+        if isinstance(reply, ResponseError):
+            raise reply
+        return reply
+
+    async def evalsha(self, sha: str | bytes, keys: Sequence[Any] = (), args: Sequence[Any] = ()) -> Any:
+        """Run ``EVALSHA`` of an already loaded script."""
+        reply = await self._request(self._encode_evalsha(sha, keys, args), 0, None)
+        if isinstance(reply, ResponseError):
+            raise reply
+        return reply
+
+    def pipeline(self) -> Pipeline:
+        """Collect commands and send them in one write: ``await pipe.execute()``."""
+        return Pipeline(self)
+
+    async def run(self, operation: Operation[T]) -> T:
+        """Run a multi-step :data:`~fastlock.operations.Operation` with awaited calls."""
+        return await drive(self, operation)
+
+    async def call(
+        self,
+        name: str,
+        keys: Sequence[Any] = (),
+        args: Sequence[Any] = (),
+        *,
+        busy_timeout: float | None = None,
+        timeout: float | None = None,
+    ) -> Any:
+        """Run script ``name`` with ``keys`` and ``args`` and return its reply.
+
+        ``busy_timeout`` overrides the client's for this call, ``timeout`` its
+        ``socket_timeout``. Raises a :class:`~fastlock.LuaError` when the script fails,
+        :class:`~fastlock.ScriptBusyError` when the server stays busy,
+        :class:`~fastlock.ScriptNotFoundError` for an unknown name.
+        """
+        try:
+            script = self._loaded[name]
+        except KeyError:
+            script = self.scripts.get(name)
+        settings = self.script_settings
+        if script.meta:
+            if settings.server_version is None and "server_version" in script.meta:
+                await self.run(read_server_version(settings))
+            args = [*args, *meta_values(script, settings)]
+        start = monotonic()
+        try:
+            payload = self._encode_evalsha(script.sha, keys, args)
+            conn = self._pool.pick()  # the hot path of _request, inlined: one frame less per call
+            if conn is None:
+                reply = await self._request(payload, 0, timeout)
+            else:
+                try:
+                    reply = await conn.send(payload, 0, self._timeout if timeout is None else timeout)
+                except ConnectionError as exc:
+                    if exc.sent or isinstance(exc, TimeoutError):
+                        raise
+                    reply = await self._request(payload, 0, timeout)
+            if isinstance(reply, ResponseError):
+                reply = await drive(self, recover(script, keys, args, reply, start, settings, busy_timeout))
+        except BaseException as failure:
+            record_failure(script, settings, monotonic() - start, failure)
+            raise
+        record_call(script, settings, monotonic() - start)
+        return reply
+
+    def script(self, name: str) -> BoundScript:
+        """Script ``name`` as an awaitable callable: ``await client.script(name)(keys, args)``."""
+        return BoundScript(self, self.scripts.get(name))
+
+    def register_script(self, source: str | bytes, name: str | None = None) -> BoundScript:
+        """Register ``source`` (includes and ``#meta`` allowed) as script ``name`` (default
+        ``script_<sha1 prefix>``) and return it as an awaitable callable."""
+        return BoundScript(self, register(self.scripts, source, name))
+
+    def queue(self, name: str, **options: Any) -> AsyncQueue:
+        """A job queue on this client: ``options`` are :class:`fastlock.Client.queue`'s."""
+        return AsyncQueue(self, name, **options)
+
+    @functools.cached_property
+    def locks(self) -> AsyncLockManager:
+        """The default lock namespace (prefix ``fastlock``, shared with sync clients); build
+        an :class:`~fastlock.aio.AsyncLockManager` for other settings."""
+        return AsyncLockManager(self)
+
+    def lock(self, name: str | None = None, **options: Any) -> AsyncLock:
+        """A unique-job lock in :attr:`locks` (options of :meth:`fastlock.Client.lock`)."""
+        return self.locks.lock(name, **options)
+
+    async def server_version(self) -> str:
+        """The server's ``redis_version`` (Valkey: its Redis compatibility version), read
+        once and again after a ``NOSCRIPT`` (the server may have changed)."""
+        return await self.run(read_server_version(self.script_settings))
+
+    async def warm_up(self) -> None:
+        """Load every script on a connection now (one write), so first calls find them."""
+        scripts = self.scripts.load_all()
+        check_loaded(scripts, await self.execute_many(load_commands(scripts)))
+
+    async def close(self) -> None:
+        """Close every connection; commands still waiting fail with ``ConnectionError``."""
+        await self._pool.close()
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return f"<fastlock.aio.Client {self.params.address} impl={self.impl}>"
+
+
+if TYPE_CHECKING:
+    _RUNNER: type[AsyncRunner] = Client  # mypy checks that a Client is an AsyncRunner

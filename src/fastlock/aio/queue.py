@@ -1,0 +1,134 @@
+"""Job queues on asyncio: :class:`AsyncQueue`, the methods of :class:`~fastlock.queues.queue.Queue`
+awaited, over the same :class:`~fastlock.queues.calls.QueueBase` arguments, operations and
+reply parsers (:mod:`fastlock.queues.jobs`). See ``docs/queues.md``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from ..operations import AsyncRunner
+from ..queues.calls import MAX_BATCH, QueueBase, enqueue_batches, extend_batches, recover_rounds
+from ..queues.jobs import (
+    Batch,
+    DeadJob,
+    Job,
+    QueueStats,
+    Recovered,
+    Unique,
+    claimed,
+    command_replies,
+    completed,
+    dead_count,
+    dead_jobs,
+    enqueued,
+    extended,
+    failed,
+    queue_stats,
+)
+
+__all__ = ["AsyncQueue"]
+
+
+class AsyncQueue(QueueBase[AsyncRunner]):
+    """A job queue on an :class:`~fastlock.operations.AsyncRunner` such as
+    :class:`fastlock.aio.Client`: each method is :class:`~fastlock.queues.queue.Queue`'s
+    (same arguments, checks and results), awaited. :meth:`wait` blocks on a dedicated
+    connection, not the event loop."""
+
+    # ---- producing
+
+    async def enqueue(
+        self,
+        payload: bytes | str,
+        *,
+        job_id: str | None = None,
+        delay: float | None = None,
+        priority: int | None = None,
+        unique: str | Unique | None = None,
+    ) -> str:
+        """Add one job and return its id (:meth:`Queue.enqueue <fastlock.queues.queue.Queue.enqueue>`)."""
+        keys, args = self._enqueue_call(payload, job_id, delay, priority, unique)
+        return enqueued(await self.client.call("queue_enqueue", keys, args), args[0])
+
+    async def enqueue_many(
+        self, payloads: Iterable[bytes | str], *, delay: float | None = None, priority: int | None = None
+    ) -> list[str]:
+        """Add jobs with fresh ids, :data:`MAX_BATCH` per call; returns their ids."""
+        return await self.client.run(
+            enqueue_batches(self.keys, self._enqueue_many_calls(payloads, delay, priority))
+        )
+
+    # ---- consuming
+
+    async def claim(self, count: int = 1, *, lease: float | None = None) -> Batch:
+        """Lease up to ``count`` ready jobs (due delayed jobs are promoted first)."""
+        return claimed(await self.client.call("queue_claim", self.keys, self._claim_args(count, lease)))
+
+    async def complete(
+        self, jobs: Job | Sequence[Job], *, claim: int = 0, lease: float | None = None
+    ) -> Batch:
+        """Complete ``jobs`` and claim ``claim`` more in the same round trip
+        (:meth:`Queue.complete <fastlock.queues.queue.Queue.complete>`)."""
+        jobs = (jobs,) if isinstance(jobs, Job) else jobs
+        args = self._complete_args(jobs, claim, lease)
+        if args is None:
+            return await self.claim(claim, lease=lease) if claim else Batch()
+        return completed(await self.client.call("queue_complete", self.keys, args), jobs, claim)
+
+    async def fail(
+        self, job: Job, error: str | BaseException = "", *, retry_in: float | None = None, dead: bool = False
+    ) -> bool:
+        """Give a job back: retried, or dead-lettered; True when it will be retried."""
+        args = self._fail_args(job, error, retry_in, dead)
+        return failed(await self.client.call("queue_fail", self.keys, args), job)
+
+    async def extend(self, jobs: Sequence[Job], *, lease: float | None = None) -> list[Job]:
+        """Renew the leases of ``jobs``; returns the jobs whose lease was lost."""
+        return await self.client.run(extend_batches(self.keys, jobs, self._extend_calls(jobs, lease)))
+
+    async def holds(self, job: Job, *, lease: float | None = None) -> bool:
+        """Whether ``job``'s lease is still its own (renewed if so), in one round trip."""
+        (args,) = self._extend_calls([job], lease)
+        return not extended(await self.client.call("queue_extend", self.keys, args), [job])
+
+    async def recover(self, limit: int = MAX_BATCH, *, rounds: int = 1) -> Recovered:
+        """Return expired leases to ready, or dead-letter those out of attempts."""
+        args = self._recover_args(limit, rounds)
+        return await self.client.run(recover_rounds(self.keys, args, rounds))
+
+    async def wait(self, timeout: float, *, interrupt: str | None = None) -> bool:
+        """Wait up to ``timeout`` seconds for work or ``interrupt`` (no polling); True if woken."""
+        command, seconds = self._wait_args(timeout, interrupt)
+        return await self.client.execute_blocking(*command, timeout=seconds) is not None
+
+    async def interrupt(self, key: str) -> None:
+        """Wake the :meth:`wait` given ``interrupt=key`` (or the next one, within a minute)."""
+        command_replies(await self.client.execute_many(self._interrupt_commands(key)), 2, "interrupt")
+
+    # ---- dead letters and stats
+
+    async def dead(self, limit: int = 100, *, older_than: float | None = None) -> list[DeadJob]:
+        """The oldest dead-lettered jobs (at most ``limit``), dead for ``older_than`` s or more."""
+        args = self._dead_args("list", None, limit, older_than)
+        return [] if args is None else dead_jobs(await self.client.call("queue_dead", self.keys, args))
+
+    async def requeue_dead(
+        self, ids: Iterable[str] | None = None, *, limit: int = 100, older_than: float | None = None
+    ) -> int:
+        """Move dead jobs back to ready with their attempts reset; returns how many moved."""
+        args = self._dead_args("requeue", ids, limit, older_than)
+        return 0 if args is None else dead_count(await self.client.call("queue_dead", self.keys, args))
+
+    async def purge_dead(
+        self, ids: Iterable[str] | None = None, *, limit: int = 100, older_than: float | None = None
+    ) -> int:
+        """Delete dead jobs and their payloads, chosen like :meth:`requeue_dead`."""
+        args = self._dead_args("purge", ids, limit, older_than)
+        return 0 if args is None else dead_count(await self.client.call("queue_dead", self.keys, args))
+
+    async def stats(self) -> QueueStats:
+        """Job counts, read in one round trip."""
+        return queue_stats(await self.client.execute_many(self._stats_commands()))
+
+    def __repr__(self) -> str:
+        return f"<fastlock.aio.AsyncQueue {self.name!r} lease={self.lease} max_attempts={self.max_attempts}>"

@@ -1,0 +1,299 @@
+"""Unique-job locks: the sidekiq-unique-jobs lock model on Lua scripts, one per transition.
+
+A lock is bound to a digest (see :mod:`fastlock.digest`) and has a type, a ``ttl``
+(server-side expiry of each holder's slot), a ``timeout`` (how long a blocking acquire
+waits, woken by releases rather than polling) and a ``limit`` (concurrent holders).
+Holders are job ids; any process releases a job's lock by ``(name, job_id)``. Every
+acquisition gets a fencing token, strictly increasing per lock. Acquire is idempotent
+for a job, so re-acquiring after a lost reply is safe (fastlock does it once itself).
+
+:class:`LockBase` is everything but the I/O, written once: settings, holder ids, scopes,
+the script calls and operations, conflicts, and what each type does around a job
+(:data:`EXECUTIONS`). A transport's lock (:class:`~fastlock.Lock`,
+:class:`~fastlock.aio.AsyncLock`) runs them: build, call (or run the operation), parse.
+The job helpers are not generators of steps: a generator and its driver cost the sync
+lifecycle 7-11 % per helper, over the instruction budget.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+
+from .. import _ids
+from ..exceptions import LockError
+from ..operations import Call, Command, Operation
+from ..protocol.arguments import duration_ms
+from .conflict import ConflictBase, Strategy, StrategySpec, resolve_strategy
+from .keys import RUNTIME, Scope
+from .namespace import Namespace
+from .replies import holders_reply
+from .types import MAX_LIMIT, WAITED, WAITING, Holder, LockInfo, LockType, check_job_id
+from .waiting import attempt, wait_for
+
+if TYPE_CHECKING:
+    from ..operations import AsyncRunner, Runner
+
+__all__ = ["EXECUTIONS", "Execution", "LockBase", "lost_before_release", "token"]
+
+R = TypeVar("R", bound="Runner | AsyncRunner")
+logger = logging.getLogger("fastlock.lock")
+
+# The members as globals: an attribute of an Enum class is slow to read (its metaclass has
+# __getattr__), and the hot paths compare types.
+_UNTIL_EXECUTING = LockType.UNTIL_EXECUTING
+_UNTIL_EXECUTED = LockType.UNTIL_EXECUTED
+_UNTIL_EXPIRED = LockType.UNTIL_EXPIRED
+_WHILE_EXECUTING_REJECT = LockType.WHILE_EXECUTING_REJECT
+_UNTIL_AND_WHILE_EXECUTING = LockType.UNTIL_AND_WHILE_EXECUTING
+
+_serials = itertools.count()  # numbers lock objects; with the thread's (or task's) tag, the default job id
+
+
+@dataclass(frozen=True, slots=True)
+class Execution:
+    """What :meth:`Lock.execute <fastlock.Lock.execute>` does around the job for one lock
+    type, as data (each transport's lock runs it in these steps, in this order):
+
+    1. ``release_first``: release the queue-time lock;
+    2. ``runtime``: take the runtime lock (waiting up to ``timeout``; with ``handoff`` in the
+       script that releases the queue-time lock); not taken: the execute-side strategy's
+       result is returned and the job does not run;
+    3. run the job; if it raises and ``relock``: take the queue-time lock again;
+    4. ``runtime``: release the runtime lock, whatever the job did;
+    5. ``release_after``: once the job returned, release the queue-time lock (a warning if
+       nothing was held)."""
+
+    release_first: bool = False
+    runtime: bool = False
+    handoff: bool = False
+    relock: bool = False
+    release_after: bool = False
+
+
+EXECUTIONS: dict[LockType, Execution] = {
+    _UNTIL_EXECUTING: Execution(release_first=True, relock=True),
+    _UNTIL_EXECUTED: Execution(release_after=True),
+    _UNTIL_EXPIRED: Execution(),
+    LockType.WHILE_EXECUTING: Execution(runtime=True),
+    _WHILE_EXECUTING_REJECT: Execution(runtime=True),
+    _UNTIL_AND_WHILE_EXECUTING: Execution(runtime=True, handoff=True, relock=True),
+}
+"""The job-helper semantics of every lock type (sidekiq-unique-jobs'), written once."""
+
+
+def lost_before_release(job_id: str, digest: str) -> None:
+    """Log a job that returned without holding its until_executed lock any more."""
+    logger.warning("job %s finished without holding lock %s (expired or deleted)", job_id, digest)
+
+
+def token(reply: Any) -> int | None:
+    """An acquire's result as the public API gives it: the fencing token, or ``None``."""
+    return reply if type(reply) is int else None
+
+
+class LockBase(Generic[R]):
+    """A lock on one digest; build it with ``client.lock(...)`` or ``manager.lock(...)``.
+
+    Every object acting on one digest must use the same ``type`` and ``limit`` (they are
+    part of the job's definition, as in sidekiq-unique-jobs). ``job_id`` is the holder id
+    the primitives use when called without one: if omitted, an id unique to this object
+    *and the calling thread and process* (for an async lock: the calling task), so threads
+    or tasks sharing the object are distinct holders; a given ``job_id`` is one holder
+    wherever it is used.
+    """
+
+    __slots__ = (
+        "_call",
+        "_flags",
+        "_job_id",
+        "_main_scope",
+        "_queue",
+        "_queued",
+        "_runtime",
+        "_serial",
+        "_strategies",
+        "_ttl_ms",
+        "digest",
+        "limit",
+        "manager",
+        "name",
+        "timeout",
+        "ttl",
+        "type",
+    )
+    _conflict_type: ClassVar[Callable[..., ConflictBase]]
+    """The conflict a strategy of this transport's locks receives."""
+    # the scopes' keys, bound on first use (_bind): the queue-time one if the type has it,
+    # the runtime one if it has that, and the one acquire, release, extend and holders act on
+    _queue: Scope
+    _runtime: Scope
+    _main_scope: Scope | None
+
+    def __init__(
+        self,
+        manager: Namespace[R],
+        digest: str,
+        *,
+        name: str | None = None,
+        type: str | LockType = LockType.UNTIL_EXECUTED,  # noqa: A002 - the public keyword is type=
+        ttl: float | None = None,
+        timeout: float = 0.0,
+        limit: int = 1,
+        job_id: str | None = None,
+        on_conflict: StrategySpec | Mapping[str, StrategySpec] = None,
+    ) -> None:
+        kind = self.type = type if isinstance(type, LockType) else LockType.parse(type)
+        ttl_ms = 0 if ttl is None else duration_ms(ttl, "ttl")
+        if kind is _UNTIL_EXPIRED and ttl is None:
+            raise ValueError("an until_expired lock needs a ttl")
+        duration_ms(timeout, "timeout", minimum_ms=0)
+        if not 1 <= limit <= MAX_LIMIT:
+            raise ValueError(f"limit must be between 1 and {MAX_LIMIT}, not {limit!r}")
+        self.manager = manager
+        self.digest = digest
+        self.name = name
+        self.ttl = ttl
+        self.timeout = timeout
+        self.limit = limit
+        self._job_id = None if job_id is None else check_job_id(job_id)
+        self._serial = f"{next(_serials):x}"
+        self._ttl_ms = ttl_ms
+        self._flags = manager.flags
+        self._call = manager.call
+        self._queued = kind.queued
+        self._main_scope = None
+        self._strategies: dict[str, Strategy | None] = {}  # by side; a missing side: None
+        forced = "reject" if kind is _WHILE_EXECUTING_REJECT else None
+        if on_conflict is not None or forced:
+            if self._queued:
+                self._strategies["enqueue"] = resolve_strategy(on_conflict, "enqueue", manager.strategies)
+            if kind.runtime:
+                self._strategies["execute"] = resolve_strategy(
+                    forced or on_conflict, "execute", manager.strategies
+                )
+
+    @property
+    def job_id(self) -> str:
+        """The holder id of calls without one: the ``job_id`` given, else this object's id in
+        the calling thread and process (task, for an async lock)."""
+        return self._holder(None)
+
+    def _holder(self, job_id: str | None) -> str:
+        """``job_id`` checked, or the default holder id (see :attr:`job_id`)."""
+        if job_id is None:
+            return self._job_id or _ids.local.tag + self._serial
+        return check_job_id(job_id)
+
+    def _bind(self) -> Scope:
+        """Build the type's scopes (the namespace's eviction policy is checked first, by the
+        transport's lock); returns the main one."""
+        manager = self.manager
+        if self._queued:
+            self._queue = manager.scope(self.digest, "", self.limit)
+        if not self._queued or self.type is _UNTIL_AND_WHILE_EXECUTING:  # the runtime types
+            self._runtime = manager.scope(self.digest, RUNTIME, self.limit)
+        scope = self._main_scope = self._queue if self._queued else self._runtime
+        return scope
+
+    # --- calls and operations ---------------------------------------------------------
+
+    def _wait(self, blocking: bool | None, timeout: float | None) -> float:
+        """How long an acquire with these arguments waits."""
+        if timeout is not None:
+            duration_ms(timeout, "timeout", minimum_ms=0)
+        if blocking is False:
+            return 0.0
+        wait = self.timeout if timeout is None else timeout
+        if blocking and not wait > 0:
+            raise LockError("a blocking acquire needs a timeout > 0 seconds")
+        return wait
+
+    def _acquire_call(self, scope: Scope, job_id: str, flags: int, handoff: bool) -> tuple[str, Any, Any]:
+        """The acquire script call for ``job_id`` in ``scope``: (name, keys, args). With
+        ``handoff``, ``lock_handoff`` releases the job's queue-time slot in the same script."""
+        if handoff:
+            queue = self._queue
+            keys = (*queue.keys, *scope.keys[3:])
+            args = (job_id, queue.name, scope.name, self._ttl_ms, flags, self.manager.max_history)
+            return "lock_handoff", keys, args
+        return "lock_acquire", scope.keys, (job_id, scope.name, self._ttl_ms, flags, self.manager.max_history)
+
+    def _attempt(self, scope: Scope, job_id: str, handoff: bool = False) -> Operation[Any]:
+        """One acquire (re-sent once if its reply was lost): the token or the conflict reply."""
+        return attempt(Call(*self._acquire_call(scope, job_id, self._flags, handoff)))
+
+    def _waiting(self, scope: Scope, job_id: str, wait: float, handoff: bool = False) -> Operation[Any]:
+        """An acquire waiting up to ``wait`` seconds for releases: the token or the last conflict reply."""
+        first = Call(*self._acquire_call(scope, job_id, self._flags | WAITING, handoff))
+        again = Call(*self._acquire_call(scope, job_id, self._flags | WAITING | WAITED, False))
+        return wait_for(first, again, scope.wake, wait)
+
+    def _acquiring(self, job_id: str, wait: float) -> Operation[int | None]:
+        """An acquire of the bound main scope as one operation: the token or ``None``."""
+        scope = self._main_scope or self._bind()
+        taking = self._waiting(scope, job_id, wait) if wait > 0 else self._attempt(scope, job_id)
+        return token((yield from taking))
+
+    def _extend_call(self, job_id: str | None, ttl: float | None) -> Call:
+        """The extend call (after :meth:`_bind`); :func:`token_reply` reads its reply."""
+        if ttl is None and self.ttl is None:
+            raise ValueError("extend needs a ttl (the lock has none)")
+        ttl_ms = self._ttl_ms if ttl is None else duration_ms(ttl, "ttl")
+        keys = (self._main_scope or self._bind()).keys
+        if self.type is _UNTIL_AND_WHILE_EXECUTING:
+            keys = (*self._runtime.keys, self._queue.wake, *self._queue.slots)
+        return Call("lock_extend", keys, (self._holder(job_id), ttl_ms, self.limit))
+
+    def _locked_command(self) -> Command:
+        """The command whose truthy reply says someone holds the lock (after :meth:`_bind`)."""
+        slots = (self._main_scope or self._bind()).slots
+        if self.type is _UNTIL_AND_WHILE_EXECUTING:
+            slots = slots + self._runtime.slots
+        return Command(("EXISTS", *slots))
+
+    def _inspecting(self, scope: Scope) -> Operation[list[Holder]]:
+        return holders_reply((yield Call("lock_inspect", scope.keys, ())), scope.name.endswith(RUNTIME))
+
+    def _holding(self) -> Operation[list[Holder]]:
+        """The holders (after :meth:`_bind`; until_and_while_executing: queue-time, then runtime)."""
+        if self.type is _UNTIL_AND_WHILE_EXECUTING:
+            return (yield from self._inspecting(self._queue)) + (yield from self._inspecting(self._runtime))
+        return (yield from self._inspecting(self._main_scope or self._bind()))
+
+    def _informing(self) -> Operation[LockInfo]:
+        """Settings and holders of both scopes (after :meth:`_bind`)."""
+        holders = (yield from self._inspecting(self._queue)) if self._queued else []
+        runtime = (yield from self._inspecting(self._runtime)) if self.type.runtime else []
+        return LockInfo(
+            self.digest, self.name, self.type, self.limit, self.ttl, self.timeout, holders, runtime
+        )
+
+    # --- conflicts -------------------------------------------------------------------
+
+    def _resolve(
+        self, side: str, scope: Scope, job_id: str, reply: list[Any], job: Any
+    ) -> tuple[Strategy, ConflictBase] | None:
+        """The side's strategy and the conflict it receives (``None``: no strategy, dropped)."""
+        strategy = self._strategies.get(side)
+        if strategy is None:
+            return None
+        manager = self.manager
+        conflict = self._conflict_type(
+            self,
+            job_id,
+            side,
+            tuple(holder.decode() for holder in reply[1:]),
+            job,
+            _runner=manager.runner,
+            _release=lambda holder: manager.release_call(scope, holder),
+            _acquire=Call(*self._acquire_call(scope, job_id, self._flags, False)),
+        )
+        return strategy, conflict
+
+    def __repr__(self) -> str:
+        label, kind = self.name or self.digest, self.type.value
+        return f"<fastlock.{type(self).__name__} {label} type={kind} limit={self.limit} ttl={self.ttl}>"

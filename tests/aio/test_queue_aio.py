@@ -1,0 +1,149 @@
+"""AsyncQueue on real servers (Redis and Valkey, both cores): the scenarios of
+tests/queues/test_queue.py that apply, awaited, and a sync queue on the same keys."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+import pytest
+
+import fastlock
+from fastlock.aio import AsyncQueue, Client
+from fastlock.queues.jobs import QueueStats, Unique
+
+Run = Callable[[Coroutine[Any, Any, Any]], Any]
+"""The ``run`` fixture (tests/aio/conftest.py): a coroutine's result, run on a fresh loop."""
+
+
+def test_enqueue_claim_complete_and_tokens(run: Run, redis_url: str, impl: str) -> None:
+    async def main() -> None:
+        async with Client(redis_url, impl=impl) as client:
+            queue = client.queue("jobs", lease=5.0)
+            assert isinstance(queue, AsyncQueue) and repr(queue).startswith("<fastlock.aio.AsyncQueue")
+            first = await queue.enqueue(b"a")
+            ids = await queue.enqueue_many([b"b", "c", b"d"])
+            assert len(set([first, *ids])) == 4
+            jobs = await queue.claim(2)
+            assert [j.payload for j in jobs] == [b"a", b"b"] and jobs[0].token < jobs[1].token
+            assert await queue.holds(jobs[0])
+            nxt = await queue.complete(jobs, claim=5)
+            assert [j.payload for j in nxt] == [b"c", b"d"]
+            assert await queue.complete(nxt) == [] and await queue.complete([]) == []
+            assert await queue.stats() == QueueStats(0, 0, 0, 0)
+            batches = await asyncio.gather(*(queue.claim(1) for _ in range(3)))
+            assert all(batch == [] for batch in batches)
+
+    run(main())
+
+
+def test_tasks_claim_each_job_once(run: Run, loop: str, redis_url: str, impl: str) -> None:
+    async def main() -> None:
+        async with Client(redis_url, impl=impl) as client:
+            queue = client.queue("many")
+            await queue.enqueue_many(b"%d" % i for i in range(1500))  # two enqueue calls
+            batches = await asyncio.gather(*(queue.claim(100) for _ in range(20)))
+            claimed = [job.payload for batch in batches for job in batch]
+            assert sorted(claimed) == sorted(b"%d" % i for i in range(1500))
+            tokens = [job.token for batch in batches for job in batch]
+            assert len(set(tokens)) == 1500
+
+    run(main())
+
+
+def test_fail_recover_dead_and_stale_workers(run: Run, redis_url: str, impl: str) -> None:
+    async def main() -> None:
+        async with Client(redis_url, impl=impl) as client:
+            queue = client.queue("q", lease=5.0, max_attempts=2, backoff=0.0)
+            await queue.enqueue(b"p")
+            [old] = await queue.claim()
+            assert await queue.extend([old], lease=0.001) == []
+            await asyncio.sleep(0.01)
+            assert await queue.recover() == (1, 0, False)
+            [new] = await queue.claim()
+            assert (new.id, new.attempt) == (old.id, 2) and new.token > old.token
+            with pytest.raises(fastlock.LeaseLost):
+                await queue.complete(old)
+            with pytest.raises(fastlock.LeaseLost):
+                await queue.fail(old, "x")
+            assert await queue.extend([old, new]) == [old] and old.lost
+            assert not await queue.holds(old)
+            assert not await queue.fail(new, KeyError("missing"))  # attempts used up: dead
+            [dead] = await queue.dead()
+            assert (dead.id, dead.attempts, dead.error) == (new.id, 2, "KeyError: 'missing'")
+            assert await queue.requeue_dead() == 1
+            [again] = await queue.claim()
+            assert await queue.fail(again, "retry", retry_in=0.05)
+            assert await queue.stats() == QueueStats(ready=0, delayed=1, active=0, dead=0)
+            await asyncio.sleep(0.06)
+            [last] = await queue.claim()
+            await queue.fail(last, "dead", dead=True)
+            assert await queue.purge_dead([last.id]) == 1 and await queue.purge_dead([]) == 0
+            assert await queue.dead() == [] and await queue.requeue_dead([]) == 0
+
+    run(main())
+
+
+def test_delays_priorities_uniqueness(run: Run, redis_url: str, impl: str) -> None:
+    async def main() -> None:
+        async with Client(redis_url, impl=impl) as client:
+            queue = client.queue("u")
+            await queue.enqueue(b"late", delay=0.1)
+            await queue.enqueue(b"p5", priority=5)
+            await queue.enqueue(b"p1", priority=1)
+            await queue.enqueue(b"plain")
+            assert [j.payload for j in await queue.claim(5)] == [b"plain", b"p1", b"p5"]
+            empty = await queue.claim()
+            assert empty == [] and empty.next_due_in is not None and 0 < empty.next_due_in <= 0.1
+            await queue.enqueue(b"one", unique=Unique("report", args=[1]))
+            with pytest.raises(fastlock.DuplicateJob):
+                await queue.enqueue(b"two", unique=Unique("report", args=[1]))
+            await queue.enqueue(b"x", job_id="fixed")
+            with pytest.raises(fastlock.DuplicateJob):
+                await queue.enqueue(b"x", job_id="fixed")
+
+    run(main())
+
+
+def test_wait_blocks_until_signalled_without_blocking_the_loop(run: Run, redis_url: str, impl: str) -> None:
+    async def main() -> None:
+        async with Client(redis_url, impl=impl) as client:
+            queue = client.queue("w")
+            start = time.monotonic()
+            assert not await queue.wait(0.05)
+            assert time.monotonic() - start >= 0.05
+            waiting = asyncio.create_task(queue.wait(30))
+            ticks = 0
+            while ticks < 5:  # the loop runs while the wait blocks on its own connection
+                await asyncio.sleep(0.01)
+                ticks += 1
+            await queue.enqueue(b"wake")
+            assert await asyncio.wait_for(waiting, 10)
+            key = queue.prefix + "stop:test"
+            stopping = asyncio.create_task(queue.wait(30, interrupt=key))
+            await asyncio.sleep(0.05)
+            await queue.interrupt(key)
+            assert await asyncio.wait_for(stopping, 10)
+
+    run(main())
+
+
+def test_sync_and_async_queues_share_jobs(
+    run: Run, redis_url: str, impl: str, client: fastlock.Client
+) -> None:
+    async def main() -> None:
+        async with Client(redis_url, impl=impl) as aclient:
+            aqueue, squeue = aclient.queue("shared"), client.queue("shared")
+            assert aqueue.keys == squeue.keys
+            await aqueue.enqueue(b"from async")
+            squeue.enqueue(b"from sync")
+            [a] = squeue.claim()
+            [b] = await aqueue.claim()
+            assert (a.payload, b.payload) == (b"from async", b"from sync") and b.token > a.token
+            await aqueue.complete(a)
+            squeue.complete(b)
+            assert await aqueue.stats() == squeue.stats() == QueueStats(0, 0, 0, 0)
+
+    run(main())
