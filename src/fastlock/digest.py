@@ -24,6 +24,8 @@ from decimal import Decimal
 from typing import Any
 from uuid import UUID
 
+from .exceptions import ArgumentError, ArgumentTypeError
+
 __all__ = ["Digester", "HashFunction", "canonical", "check_digest", "encode_value"]
 
 HashFunction = Callable[[bytes], str]
@@ -71,9 +73,12 @@ def canonical(name: str, queue: str | None = None, args: Any = None) -> bytes:
 
 
 def check_digest(digest: str) -> str:
-    """Return ``digest`` if it is 8 to 128 lowercase hex digits, else raise ``ValueError``."""
+    """Return ``digest`` if it is 8 to 128 lowercase hex digits, else raise
+    ``ArgumentTypeError`` (not a str) or ``ArgumentError`` (a ``ValueError``)."""
+    if not isinstance(digest, str):
+        raise ArgumentTypeError(f"a digest is a str, not {type(digest).__qualname__!r}")
     if not _HEX.fullmatch(digest):
-        raise ValueError(f"a digest is 8 to 128 lowercase hex digits, not {digest!r}")
+        raise ArgumentError(f"a digest is 8 to 128 lowercase hex digits, not {digest!r}")
     return digest
 
 

@@ -21,14 +21,14 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from .. import _ids
-from ..exceptions import ConnectionError, LockConflictError, LockError, LockNotOwnedError
+from ..exceptions import ArgumentError, ConnectionError, LockConflictError, LockError, LockNotOwnedError
 from ..operations import Call
 from ..protocol.arguments import duration_ms
 from .conflict import Conflict, Strategy, StrategySpec, resolve_strategy
 from .keys import RUNTIME, Scope
 from .namespace import Namespace
 from .replies import acquire_reply, holders_reply, token_reply
-from .types import MAX_LIMIT, WAITED, WAITING, Holder, LockInfo, LockType, check_job_id
+from .types import WAITED, WAITING, Holder, LockInfo, LockType, check_job_id, check_limit
 from .waiting import resend, wait_for
 
 __all__ = ["Lock"]
@@ -99,10 +99,9 @@ class Lock:
         kind = self.type = type if isinstance(type, LockType) else LockType.parse(type)
         ttl_ms = 0 if ttl is None else duration_ms(ttl, "ttl")
         if kind is _UNTIL_EXPIRED and ttl is None:
-            raise ValueError("an until_expired lock needs a ttl")
+            raise ArgumentError("an until_expired lock needs a ttl")
         duration_ms(timeout, "timeout", minimum_ms=0)
-        if not 1 <= limit <= MAX_LIMIT:
-            raise ValueError(f"limit must be between 1 and {MAX_LIMIT}, not {limit!r}")
+        check_limit(limit)
         self.manager = manager
         self.digest = digest
         self.name = name

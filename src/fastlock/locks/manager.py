@@ -4,13 +4,15 @@ locks, its reaper and its admin (the operations of :mod:`fastlock.locks.admin`).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Unpack
 
 from ..digest import check_digest
+from ..exceptions import ArgumentError, ArgumentTypeError
 from . import admin
 from .keys import ChangelogEntry, LockEntry, Scope
 from .lock import Lock
 from .namespace import Namespace
+from .options import LockOptions
 from .reaper import Reaper
 from .types import Holder
 
@@ -43,14 +45,18 @@ class LockManager(Namespace):
         digest: str | None = None,
         queue: str | None = None,
         args: Any = None,
-        **options: Any,
+        **options: Unpack[LockOptions],
     ) -> Lock:
         """A lock on ``digest``, or on the digest of (``name``, ``queue``, ``args``);
-        ``options`` (``type``, ``ttl``, ``timeout``, ``limit``, ``job_id``, ``on_conflict``)
-        are :class:`Lock`'s."""
+        ``options`` (``type``, ``ttl``, ``timeout``, ``limit``, ``job_id``, ``on_conflict``:
+        :class:`~fastlock.locks.options.LockOptions`) are :class:`Lock`'s."""
+        if name is not None and not isinstance(name, str):
+            raise ArgumentTypeError(f"a lock name must be a str, not {type(name).__qualname__!r}")
+        if queue is not None and not isinstance(queue, str):
+            raise ArgumentTypeError(f"queue must be a str, not {type(queue).__qualname__!r}")
         if digest is None:
             if name is None:
-                raise ValueError("give a lock name or a digest")
+                raise ArgumentError("give a lock name or a digest")
             digest = self.digest(name, queue, args)
         else:
             check_digest(digest)
