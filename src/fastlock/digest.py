@@ -1,16 +1,16 @@
 """Lock digests: a stable name for "this job with these arguments".
 
-``digest(name, queue, args)`` is the hex hash of the canonical JSON array
-``[name, queue, args]``: keys sorted, no whitespace (``separators=(",", ":")``), non-ASCII
-text kept as UTF-8 (``ensure_ascii=False``), NaN and infinities refused; tuples encode as
-arrays; :class:`~datetime.date`, :class:`~datetime.datetime` and :class:`~datetime.time` encode
-as their ``isoformat()`` text, :class:`~decimal.Decimal` and :class:`~uuid.UUID` as ``str()``
-(so a value and its text are one job: a framework that turns a datetime into text on its way
-to the worker keeps the digest); any other type raises ``TypeError``. ``queue=None`` makes a digest shared across queues. The hash is a :mod:`hashlib`
-name (``"sha256"``, the default; ``"sha3_256"`` and ``"blake2b"`` are FIPS-friendly, ``"md5"``
-matches the length of sidekiq-unique-jobs' legacy digests) or any callable from the
-canonical bytes to a lowercase hex string. Changing the hash changes every digest:
-choose it once per deployment.
+``digest(name, queue, args)`` is the hex hash of the canonical JSON array ``[name, queue,
+args]``: keys sorted, no whitespace (``separators=(",", ":")``), non-ASCII text kept as UTF-8
+(``ensure_ascii=False``), NaN and infinities refused; tuples encode as arrays;
+:class:`~datetime.date`, :class:`~datetime.datetime` and :class:`~datetime.time` encode as
+their ``isoformat()`` text, :class:`~decimal.Decimal` and :class:`~uuid.UUID` as ``str()`` (so
+a value and its text are one job: a framework that turns a datetime into text on its way to the
+worker keeps the digest); any other type raises ``TypeError``. ``queue=None`` makes a digest
+shared across queues. The hash is a :mod:`hashlib` name (``"sha256"``, the default;
+``"sha3_256"`` and ``"blake2b"`` are FIPS-friendly, ``"md5"`` matches the length of sidekiq-
+unique-jobs' legacy digests) or any callable from the canonical bytes to a lowercase hex
+string. Changing the hash changes every digest: choose it once per deployment.
 """
 
 from __future__ import annotations

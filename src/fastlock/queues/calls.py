@@ -17,7 +17,15 @@ from ..protocol.arguments import duration_ms
 from ..protocol.slots import hash_tag
 from .jobs import Job, Recovered, Unique, enqueued_many, extended, recovered
 
-__all__ = ["MAX_BATCH", "QueueBase", "QueueOptions", "checked_int", "enqueue_batches", "extend_batches", "recover_rounds"]
+__all__ = [
+    "MAX_BATCH",
+    "QueueBase",
+    "QueueOptions",
+    "checked_int",
+    "enqueue_batches",
+    "extend_batches",
+    "recover_rounds",
+]
 
 MAX_BATCH = 1000
 """Most jobs one script call enqueues, claims, completes, extends, recovers or touches."""
