@@ -8,8 +8,8 @@ their ``isoformat()`` text, :class:`~decimal.Decimal` and :class:`~uuid.UUID` as
 a value and its text are one job: a framework that turns a datetime into text on its way to the
 worker keeps the digest); any other type raises ``TypeError``. ``queue=None`` makes a digest
 shared across queues. The hash is a :mod:`hashlib` name (``"sha256"``, the default;
-``"sha3_256"`` and ``"blake2b"`` are FIPS-friendly, ``"md5"`` matches the length of sidekiq-
-unique-jobs' legacy digests) or any callable from the canonical bytes to a lowercase hex
+``"sha3_256"`` and ``"blake2b"`` are FIPS-friendly, ``"md5"`` matches the length of
+sidekiq-unique-jobs' legacy digests) or any callable from the canonical bytes to a lowercase hex
 string. Changing the hash changes every digest: choose it once per deployment.
 """
 
