@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -36,4 +37,4 @@ def runs(redis: Any, key: str) -> list[tuple[float, float, int]]:
 
 def overlaps(executions: list[tuple[float, float, int]]) -> list[tuple[Any, Any]]:
     """Pairs of executions (sorted by start) where one started before the previous ended."""
-    return [(a, b) for a, b in zip(executions, executions[1:], strict=False) if b[0] < a[1]]
+    return [(a, b) for a, b in itertools.pairwise(executions) if b[0] < a[1]]

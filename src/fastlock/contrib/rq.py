@@ -74,9 +74,8 @@ def unique(
     (:class:`~fastlock.contrib.jobs.UniqueJob`)."""
 
     def decorate(func: Callable[P, R]) -> UniqueFunction[P, R]:
-        spec = UniqueJob(
-            f"{func.__module__}.{func.__qualname__}", options, release_on_failure=release_on_failure
-        )
+        name = f"{func.__module__}.{func.__qualname__}"  # RQ's name of the function
+        spec = UniqueJob(name, options, release_on_failure=release_on_failure)
 
         def client(connection: Any) -> Client:
             return client_for_url(url) if url is not None else client_for_redis(connection)
