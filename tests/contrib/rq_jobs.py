@@ -43,6 +43,11 @@ def fails_and_keeps(key: int) -> None:
     raise RuntimeError(f"job {key} fails")
 
 
+@unique(ttl=60)
+def add(a: int, b: int) -> int:
+    return a + b
+
+
 def produce(url: str, queue: str, customers: int) -> None:
     """A producer process: enqueue ``invoice`` for each customer; prints how many were enqueued."""
     target = Queue(queue, connection=Redis.from_url(url))

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..sync.client import Client
 
-__all__ = ["client_for_redis", "client_for_url"]
+__all__ = ["client_for_redis", "client_for_url", "close_all"]
 
 _by_url: dict[str, Client] = {}
 _by_connection: dict[int, tuple[Any, Client]] = {}  # id -> (the connection, kept alive; its client)
@@ -25,6 +25,16 @@ def client_for_url(url: str) -> Client:
         with _building:
             client = _by_url.get(url) or _by_url.setdefault(url, Client(url))
     return client
+
+
+def close_all() -> None:
+    """Close and forget the process's clients (the next task builds new ones)."""
+    with _building:
+        clients = [*_by_url.values(), *(client for _, client in _by_connection.values())]
+        _by_url.clear()
+        _by_connection.clear()
+    for client in clients:
+        client.close()
 
 
 def client_for_redis(connection: Any) -> Client:
