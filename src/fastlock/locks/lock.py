@@ -28,7 +28,7 @@ from .conflict import Conflict, Strategy, StrategySpec, resolve_strategy
 from .keys import RUNTIME, Scope
 from .namespace import Namespace
 from .replies import acquire_reply, holders_reply, token_reply
-from .types import WAITED, WAITING, Holder, LockInfo, LockType, check_job_id, check_limit
+from .types import MAX_LIMIT, WAITED, WAITING, Holder, LockInfo, LockType, check_job_id, check_limit
 from .waiting import resend, wait_for
 
 __all__ = ["Lock"]
@@ -101,7 +101,8 @@ class Lock:
         if kind is _UNTIL_EXPIRED and ttl is None:
             raise ArgumentError("an until_expired lock needs a ttl")
         duration_ms(timeout, "timeout", minimum_ms=0)
-        check_limit(limit)
+        if limit.__class__ is not int or not 1 <= limit <= MAX_LIMIT:  # (type is the lock type here)
+            check_limit(limit)  # raises
         self.manager = manager
         self.digest = digest
         self.name = name

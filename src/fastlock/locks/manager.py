@@ -19,6 +19,13 @@ from .types import Holder
 __all__ = ["LockManager"]
 
 
+def _check_names(name: object, queue: object) -> None:
+    if name is not None and not isinstance(name, str):
+        raise ArgumentTypeError(f"a lock name must be a str, not {type(name).__qualname__!r}")
+    if queue is not None and not isinstance(queue, str):
+        raise ArgumentTypeError(f"queue must be a str, not {type(queue).__qualname__!r}")
+
+
 class LockManager(Namespace):
     """A lock namespace on one client (any :class:`~fastlock.operations.Runner`).
 
@@ -50,10 +57,8 @@ class LockManager(Namespace):
         """A lock on ``digest``, or on the digest of (``name``, ``queue``, ``args``);
         ``options`` (``type``, ``ttl``, ``timeout``, ``limit``, ``job_id``, ``on_conflict``:
         :class:`~fastlock.locks.options.LockOptions`) are :class:`Lock`'s."""
-        if name is not None and not isinstance(name, str):
-            raise ArgumentTypeError(f"a lock name must be a str, not {type(name).__qualname__!r}")
-        if queue is not None and not isinstance(queue, str):
-            raise ArgumentTypeError(f"queue must be a str, not {type(queue).__qualname__!r}")
+        if type(name) is not str or (queue is not None and type(queue) is not str):
+            _check_names(name, queue)  # two exact str (the common case) pass without a call
         if digest is None:
             if name is None:
                 raise ArgumentError("give a lock name or a digest")
