@@ -9,7 +9,6 @@ import os
 import re
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 from typing import Any, get_type_hints
 
@@ -112,10 +111,26 @@ client.locks.lock("report", job_id=7)  # MISTAKE
 """
 
 
-def test_mypy_strict_flags_each_option_mistake(tmp_path: Path) -> None:
-    """``mypy --strict`` on a snippet: the good calls pass, each line marked MISTAKE is an error."""
+RQ_SNIPPET = """
+from fastlock.contrib.rq import unique
+
+@unique(ttl=600, type="until_executing", release_on_failure=False)
+def report(day: str) -> int:
+    return 1
+
+@unique(ttl="600")  # MISTAKE
+def late(day: str) -> None: ...
+
+x: int = report("2026-12-01")
+y: str = report("2026-12-01")  # MISTAKE
+report(5)  # MISTAKE
+"""
+
+
+def _mypy_errors(tmp_path: Path, snippet: str) -> tuple[set[int], set[int], str]:
+    """(lines marked MISTAKE, lines ``mypy --strict`` flags, its output) for ``snippet``."""
     source = tmp_path / "snippet.py"
-    source.write_text(textwrap.dedent(SNIPPET))
+    source.write_text(snippet)
     run = subprocess.run(
         [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--no-error-summary", str(source)],
         capture_output=True,
@@ -123,8 +138,21 @@ def test_mypy_strict_flags_each_option_mistake(tmp_path: Path) -> None:
         timeout=300,
         env={**os.environ, "MYPYPATH": str(SRC)},  # an editable install's import hook is not seen by mypy
     )
-    lines = SNIPPET.splitlines()
-    expected = {number for number, line in enumerate(lines, 1) if line.endswith("# MISTAKE")}
+    expected = {number for number, line in enumerate(snippet.splitlines(), 1) if line.endswith("# MISTAKE")}
     flagged = {int(m[1]) for m in re.finditer(r"snippet\.py:(\d+): error:", run.stdout)}
+    return expected, flagged, run.stdout + run.stderr
+
+
+def test_mypy_strict_flags_each_option_mistake(tmp_path: Path) -> None:
+    """``mypy --strict`` on a snippet: the good calls pass, each line marked MISTAKE is an error."""
+    expected, flagged, output = _mypy_errors(tmp_path, SNIPPET)
     assert len(expected) == 6
-    assert flagged == expected, run.stdout + run.stderr
+    assert flagged == expected, output
+
+
+def test_mypy_strict_checks_the_rq_decorator(tmp_path: Path) -> None:
+    """The lock options of ``@unique`` are typed, and the decorated function keeps its signature."""
+    pytest.importorskip("rq")
+    expected, flagged, output = _mypy_errors(tmp_path, RQ_SNIPPET)
+    assert len(expected) == 3
+    assert flagged == expected, output
