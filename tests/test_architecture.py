@@ -31,13 +31,8 @@ LONG_MODULES: dict[str, str] = {
 # ---------------------------------------------------------------------------- what loads
 
 NEVER_LOADED = (
-    "fastlock.tools",
-    "fastlock.testing",
-    "fastlock.interop",
-    "fastlock.aio",
-    "asyncio",
-    "redis",
-    "valkey",
+    *("fastlock.tools", "fastlock.testing", "fastlock.interop", "fastlock.contrib", "fastlock.aio"),
+    *("asyncio", "redis", "valkey", "rq", "celery", "kombu"),
 )
 _PROGRAM = """
 import sys
@@ -52,7 +47,7 @@ print("\\n".join(sorted(sys.modules)))
 
 
 @pytest.mark.parametrize("impl", core_params("cython", "python"))
-def test_the_runtime_loads_no_tools_testing_interop_or_other_clients(impl: str) -> None:
+def test_the_runtime_loads_no_tools_testing_interop_contrib_or_other_clients(impl: str) -> None:
     """A fresh interpreter: ``import fastlock`` and building a client, a lock and a queue
     (no I/O yet) load none of ``NEVER_LOADED`` (asyncio included: ``fastlock.AsyncClient``
     is imported on first use)."""
@@ -278,6 +273,7 @@ each other."""
 SANS_IO = {"protocol", "operations"}
 IO_MODULES = {"socket", "ssl", "select", "selectors", "threading", "time", "asyncio", "subprocess", "posix"}
 TOOLING = {"tools", "testing"}
+INTEGRATIONS = "contrib"  # fastlock.contrib: the job-framework integrations, on top of everything
 SHIM = "fastlock.__main__"  # ``python -m fastlock``: three lines handing over to tools.cli
 
 
@@ -291,6 +287,8 @@ def _layering_violations() -> list[str]:
             bad.append(f"{i}: {source} must not import {target}")
         elif target in TOOLING and source not in TOOLING and i.source != SHIM:
             bad.append(f"{i}: only tools and testing import {target}")
+        elif target == INTEGRATIONS and source not in TOOLING:
+            bad.append(f"{i}: only contrib, tools and testing import contrib")
         elif target == "interop" and not i.lazy:
             bad.append(f"{i}: interop is imported only inside functions")
     return bad
@@ -299,6 +297,20 @@ def _layering_violations() -> list[str]:
 def test_rooms_import_one_way() -> None:
     bad = _layering_violations()
     assert bad == [], "layering violations:\n" + "\n".join(bad)
+
+
+def test_each_integration_alone_imports_its_framework() -> None:
+    """``fastlock.contrib.rq`` alone imports rq, ``fastlock.contrib.celery`` alone celery (and
+    kombu): an integration never needs another's framework, the runtime none."""
+    frameworks = {"rq": "rq", "celery": "celery", "kombu": "celery"}
+    bad = [
+        f"{i}: only fastlock.contrib.{frameworks[framework]} imports {framework}"
+        for path in sorted(SRC.rglob("*.py"))
+        for i in _python_imports(path)
+        if (framework := i.target.split(".")[0]) in frameworks
+        and i.source != f"fastlock.contrib.{frameworks[framework]}"
+    ]
+    assert bad == [], "\n".join(bad)
 
 
 def test_sans_io_rooms_import_no_io() -> None:

@@ -1,13 +1,16 @@
 """Lock digests: a stable name for "this job with these arguments".
 
-``digest(name, queue, args)`` is the hex hash of the canonical JSON array
-``[name, queue, args]``: keys sorted, no whitespace (``separators=(",", ":")``), non-ASCII
-text kept as UTF-8 (``ensure_ascii=False``), NaN and infinities refused; tuples encode as
-arrays. ``queue=None`` makes a digest shared across queues. The hash is a :mod:`hashlib`
-name (``"sha256"``, the default; ``"sha3_256"`` and ``"blake2b"`` are FIPS-friendly, ``"md5"``
-matches the length of sidekiq-unique-jobs' legacy digests) or any callable from the
-canonical bytes to a lowercase hex string. Changing the hash changes every digest:
-choose it once per deployment.
+``digest(name, queue, args)`` is the hex hash of the canonical JSON array ``[name, queue,
+args]``: keys sorted, no whitespace (``separators=(",", ":")``), non-ASCII text kept as UTF-8
+(``ensure_ascii=False``), NaN and infinities refused; tuples encode as arrays;
+:class:`~datetime.date`, :class:`~datetime.datetime` and :class:`~datetime.time` encode as
+their ``isoformat()`` text, :class:`~decimal.Decimal` and :class:`~uuid.UUID` as ``str()`` (so
+a value and its text are one job: a framework that turns a datetime into text on its way to the
+worker keeps the digest); any other type raises ``TypeError``. ``queue=None`` makes a digest
+shared across queues. The hash is a :mod:`hashlib` name (``"sha256"``, the default;
+``"sha3_256"`` and ``"blake2b"`` are FIPS-friendly, ``"md5"`` matches the length of
+sidekiq-unique-jobs' legacy digests) or any callable from the canonical bytes to a lowercase hex
+string. Changing the hash changes every digest: choose it once per deployment.
 """
 
 from __future__ import annotations
@@ -16,14 +19,33 @@ import hashlib
 import json
 import re
 from collections.abc import Callable
+from datetime import date, time
+from decimal import Decimal
 from typing import Any
+from uuid import UUID
 
-__all__ = ["Digester", "HashFunction", "canonical", "check_digest"]
+from .exceptions import ArgumentError, ArgumentTypeError
+
+__all__ = ["Digester", "HashFunction", "canonical", "check_digest", "encode_value"]
 
 HashFunction = Callable[[bytes], str]
 
 _HEX = re.compile(r"[0-9a-f]{8,128}")
-_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def encode_value(value: object) -> str:
+    """The text of a date, datetime, time, Decimal or UUID in the canonical form (JSON's
+    ``default``); ``TypeError`` for any other type json cannot encode."""
+    if isinstance(value, date | time):  # datetime is a date
+        return value.isoformat()
+    if isinstance(value, Decimal | UUID):
+        return str(value)
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+_ENCODER = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=encode_value
+)
 # _ENCODER's C encoder built once, without the circular-reference check (markers=None): a
 # cycle ends in RecursionError instead, and then _ENCODER runs again to report it as json does.
 # Where CPython's private C encoder is missing or its signature differs, _ENCODER alone is used
@@ -51,9 +73,12 @@ def canonical(name: str, queue: str | None = None, args: Any = None) -> bytes:
 
 
 def check_digest(digest: str) -> str:
-    """Return ``digest`` if it is 8 to 128 lowercase hex digits, else raise ``ValueError``."""
+    """Return ``digest`` if it is 8 to 128 lowercase hex digits, else raise
+    ``ArgumentTypeError`` (not a str) or ``ArgumentError`` (a ``ValueError``)."""
+    if not isinstance(digest, str):
+        raise ArgumentTypeError(f"a digest is a str, not {type(digest).__qualname__!r}")
     if not _HEX.fullmatch(digest):
-        raise ValueError(f"a digest is 8 to 128 lowercase hex digits, not {digest!r}")
+        raise ArgumentError(f"a digest is 8 to 128 lowercase hex digits, not {digest!r}")
     return digest
 
 

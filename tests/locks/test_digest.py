@@ -5,12 +5,15 @@ from __future__ import annotations
 import enum
 import hashlib
 import json
+import uuid
+from datetime import UTC, date, datetime, time, timedelta
+from decimal import Decimal
 from typing import Any
 
 import pytest
 
 import fastlock
-from fastlock.digest import Digester, canonical
+from fastlock.digest import Digester, canonical, encode_value
 
 
 def test_canonical_form_is_sorted_compact_utf8_json() -> None:
@@ -33,7 +36,12 @@ class Text(str):
 def _json(args: Any) -> bytes:
     """The documented canonical form, spelled with json.dumps."""
     return json.dumps(
-        ["n", "q", args], sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+        ["n", "q", args],
+        sort_keys=True,
+        separators=(",", ":"),
+        ensure_ascii=False,
+        allow_nan=False,
+        default=encode_value,
     ).encode()
 
 
@@ -54,9 +62,28 @@ def test_canonical_form_is_json_dumps_for_any_value(fast: bool, monkeypatch: pyt
         None, True, 0, -(10**30), 1.5, 1e100, "a\"\\\n\x00\u2028é", Text("t"), Color.RED, [], {}, (),
         [1, "x", None, False], {"b": [1, {"d": 2, "c": (3,)}], "a": 1.25}, {2: "x", 1: "y"},
         float("nan"), [float("inf")], {"a": object()}, {1: 1, "a": 2}, cyclic,
+        date(2026, 12, 1), {"at": datetime(2026, 12, 1, 4, 5, tzinfo=UTC)}, [time(4, 5, 6, 7)],
+        Decimal("1.10"), uuid.UUID(int=7), {1, 2}, b"bytes", timedelta(1),
     ]  # fmt: skip
     for args in values:
         assert _outcome(lambda a: canonical("n", "q", a), args) == _outcome(_json, args), args
+
+
+def test_dates_decimals_and_uuids_digest_as_their_text() -> None:
+    """A ``date`` argument used to fail digesting; these types now encode as their text, so a
+    framework that sends a datetime to its worker as ISO text keeps the digest."""
+    when = datetime(2026, 12, 1, 4, 5, 6, tzinfo=UTC)
+    value = [date(2026, 12, 1), when, time(4, 5), Decimal("1.10"), uuid.UUID(int=1)]
+    text = ["2026-12-01", "2026-12-01T04:05:06+00:00", "04:05:00", "1.10", str(uuid.UUID(int=1))]
+    assert canonical("n", None, value) == canonical("n", None, text)
+    digester = Digester()
+    assert digester.digest("report", "q", {"day": date(2026, 12, 1)}) == digester.digest(
+        "report", "q", {"day": "2026-12-01"}
+    )
+    assert digester.digest("r", None, [when]) != digester.digest("r", None, [when.replace(tzinfo=None)])
+    for refused in ({1}, b"x", timedelta(1), object()):
+        with pytest.raises(TypeError, match="not JSON serializable"):
+            canonical("n", None, [refused])
 
 
 def test_golden_digests() -> None:

@@ -23,13 +23,15 @@ import functools
 import os
 from collections.abc import Iterable, Sequence
 from time import monotonic
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
 from .._impl import load_core
 from ..exceptions import ConnectionError, FastlockError, ResponseError, TimeoutError
+from ..locks.options import LockOptions
 from ..operations import AsyncRunner, Operation
 from ..params import DEFAULT_URL, ConnectionParams, blocking_wait, parse_url
 from ..protocol.commands import refuse_connection_state
+from ..queues.calls import QueueOptions
 from ..scripts.calling import (
     ScriptSettings,
     ScriptSettingsAccess,
@@ -271,8 +273,9 @@ class Client(ScriptSettingsAccess):
         ``script_<sha1 prefix>``) and return it as an awaitable callable."""
         return BoundScript(self, register(self.scripts, source, name))
 
-    def queue(self, name: str, **options: Any) -> AsyncQueue:
-        """A job queue on this client: ``options`` are :class:`fastlock.Client.queue`'s."""
+    def queue(self, name: str, **options: Unpack[QueueOptions]) -> AsyncQueue:
+        """A job queue on this client: ``options`` are :class:`fastlock.Client.queue`'s
+        (typed by :class:`~fastlock.queues.calls.QueueOptions`, each checked before use)."""
         return AsyncQueue(self, name, **options)
 
     @functools.cached_property
@@ -281,9 +284,17 @@ class Client(ScriptSettingsAccess):
         an :class:`~fastlock.aio.AsyncLockManager` for other settings."""
         return AsyncLockManager(self)
 
-    def lock(self, name: str | None = None, **options: Any) -> AsyncLock:
-        """A unique-job lock in :attr:`locks` (options of :meth:`fastlock.Client.lock`)."""
-        return self.locks.lock(name, **options)
+    def lock(
+        self,
+        name: str | None = None,
+        *,
+        digest: str | None = None,
+        queue: str | None = None,
+        args: Any = None,
+        **options: Unpack[LockOptions],
+    ) -> AsyncLock:
+        """A unique-job lock in :attr:`locks` (arguments of :meth:`fastlock.Client.lock`)."""
+        return self.locks.lock(name, digest=digest, queue=queue, args=args, **options)
 
     async def server_version(self) -> str:
         """The server's ``redis_version`` (Valkey: its Redis compatibility version), read

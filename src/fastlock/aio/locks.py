@@ -17,7 +17,7 @@ import inspect
 import logging
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, Unpack
 
 from .. import _ids
 from ..exceptions import LockConflictError, LockNotOwnedError
@@ -26,6 +26,7 @@ from ..locks.base import EXECUTIONS, LockBase, lost_before_release, token
 from ..locks.conflict import ASYNC_STRATEGIES, AsyncConflict
 from ..locks.keys import ChangelogEntry, LockEntry, Scope
 from ..locks.namespace import Namespace
+from ..locks.options import LockOptions
 from ..locks.reaper import MUTEX, ReaperBase, ReapResult
 from ..locks.replies import token_reply
 from ..locks.types import Holder, LockInfo, check_job_id
@@ -184,7 +185,7 @@ class AsyncLockManager(Namespace[AsyncRunner]):
         digest: str | None = None,
         queue: str | None = None,
         args: Any = None,
-        **options: Any,
+        **options: Unpack[LockOptions],
     ) -> AsyncLock:
         """An :class:`AsyncLock` (arguments of :meth:`LockManager.lock <fastlock.LockManager.lock>`)."""
         return AsyncLock(self, self.lock_digest(name, digest, queue, args), name=name, **options)

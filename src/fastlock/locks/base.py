@@ -24,14 +24,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from .. import _ids
-from ..exceptions import LockError
+from ..exceptions import ArgumentError, LockError
 from ..operations import Call, Command, Operation
 from ..protocol.arguments import duration_ms
 from .conflict import ConflictBase, Strategy, StrategySpec, resolve_strategy
 from .keys import RUNTIME, Scope
 from .namespace import Namespace
 from .replies import holders_reply
-from .types import MAX_LIMIT, WAITED, WAITING, Holder, LockInfo, LockType, check_job_id
+from .types import MAX_LIMIT, WAITED, WAITING, Holder, LockInfo, LockType, check_job_id, check_limit
 from .waiting import attempt, wait_for
 
 if TYPE_CHECKING:
@@ -149,10 +149,10 @@ class LockBase(Generic[R]):
         kind = self.type = type if isinstance(type, LockType) else LockType.parse(type)
         ttl_ms = 0 if ttl is None else duration_ms(ttl, "ttl")
         if kind is _UNTIL_EXPIRED and ttl is None:
-            raise ValueError("an until_expired lock needs a ttl")
+            raise ArgumentError("an until_expired lock needs a ttl")
         duration_ms(timeout, "timeout", minimum_ms=0)
-        if not 1 <= limit <= MAX_LIMIT:
-            raise ValueError(f"limit must be between 1 and {MAX_LIMIT}, not {limit!r}")
+        if limit.__class__ is not int or not 1 <= limit <= MAX_LIMIT:  # (type is the lock type here)
+            check_limit(limit)  # raises
         self.manager = manager
         self.digest = digest
         self.name = name

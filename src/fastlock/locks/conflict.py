@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from ..exceptions import LockConflictError, LockError
+from ..exceptions import ArgumentError, ArgumentTypeError, LockConflictError, LockError
 from ..operations import AsyncRunner, Call, Operation, Runner
 from .replies import token_reply
 from .types import LockType, check_job_id
@@ -198,12 +198,17 @@ def resolve_strategy(
     if not isinstance(spec, str) and isinstance(spec, Mapping):  # str first: no ABC check for names
         unknown = set(spec) - set(SIDES)
         if unknown:
-            raise ValueError(f"on_conflict sides are {SIDES}, not {sorted(unknown)}")
+            raise ArgumentError(f"on_conflict sides are {SIDES}, not {sorted(unknown)}")
         spec = spec.get(side)
     if spec is None or callable(spec):
         return spec
+    if not isinstance(spec, str):
+        raise ArgumentTypeError(
+            "on_conflict must be a strategy name, a callable, None or a mapping of sides to them,"
+            f" not {type(spec).__qualname__!r}"
+        )
     if spec not in registry:
-        raise ValueError(f"unknown conflict strategy {spec!r}; known: {', '.join(sorted(registry))}")
+        raise ArgumentError(f"unknown conflict strategy {spec!r}; known: {', '.join(sorted(registry))}")
     if _ONLY_ON.get(spec, side) != side:
-        raise ValueError(f"conflict strategy {spec!r} applies on the {_ONLY_ON[spec]} side only")
+        raise ArgumentError(f"conflict strategy {spec!r} applies on the {_ONLY_ON[spec]} side only")
     return registry[spec]

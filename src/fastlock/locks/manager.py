@@ -4,13 +4,14 @@ locks, its reaper and its admin (the operations of :mod:`fastlock.locks.admin`).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Unpack
 
 from ..operations import Runner
 from . import admin
 from .keys import ChangelogEntry, LockEntry, Scope
 from .lock import Lock
 from .namespace import Namespace
+from .options import LockOptions
 from .reaper import Reaper
 from .types import Holder
 
@@ -28,10 +29,6 @@ class LockManager(Namespace[Runner]):
     changelog stream of that length (one XADD per transition). ``strategies`` adds or
     replaces conflict strategies by name (:mod:`fastlock.locks.conflict`). At its first use the
     manager reads the server's ``maxmemory-policy``: ``allkeys-*`` is refused (``LockError``).
-
-    A queue's unique locks are not in any lock namespace: they live in the queue's cluster
-    slot, taken and released atomically with its jobs (see :meth:`Queue.unique_lock
-    <fastlock.Queue.unique_lock>`; docs/locks.md, "On the command line").
     """
 
     # --- locks ------------------------------------------------------------------------
@@ -43,11 +40,11 @@ class LockManager(Namespace[Runner]):
         digest: str | None = None,
         queue: str | None = None,
         args: Any = None,
-        **options: Any,
+        **options: Unpack[LockOptions],
     ) -> Lock:
         """A lock on ``digest``, or on the digest of (``name``, ``queue``, ``args``);
-        ``options`` (``type``, ``ttl``, ``timeout``, ``limit``, ``job_id``, ``on_conflict``)
-        are :class:`Lock`'s."""
+        ``options`` (``type``, ``ttl``, ``timeout``, ``limit``, ``job_id``, ``on_conflict``:
+        :class:`~fastlock.locks.options.LockOptions`) are :class:`Lock`'s."""
         return Lock(self, self.lock_digest(name, digest, queue, args), name=name, **options)
 
     def reaper(self, **options: Any) -> Reaper:

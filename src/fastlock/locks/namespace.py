@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..digest import Digester, HashFunction, check_digest
-from ..exceptions import LockError, ResponseError
+from ..exceptions import ArgumentError, ArgumentTypeError, LockError, ResponseError
 from ..operations import Call, Command, Operation
 from .conflict import STRATEGIES, Strategy
 from .keys import KeySpace, Scope
@@ -49,6 +49,13 @@ def eviction_policy() -> Operation[str | None]:
                 config_refused,
             )
             return None
+
+
+def _check_names(name: object, queue: object) -> None:
+    if name is not None and not isinstance(name, str):
+        raise ArgumentTypeError(f"a lock name must be a str, not {type(name).__qualname__!r}")
+    if queue is not None and not isinstance(queue, str):
+        raise ArgumentTypeError(f"queue must be a str, not {type(queue).__qualname__!r}")
 
 
 class Namespace(Generic[R]):
@@ -103,10 +110,12 @@ class Namespace(Generic[R]):
 
     def lock_digest(self, name: str | None, digest: str | None, queue: str | None, args: Any) -> str:
         """``digest`` checked, or the digest of (``name``, ``queue``, ``args``)."""
+        if type(name) is not str or (queue is not None and type(queue) is not str):
+            _check_names(name, queue)  # two exact str (the common case) pass without a call
         if digest is not None:
             return check_digest(digest)
         if name is None:
-            raise ValueError("give a lock name or a digest")
+            raise ArgumentError("give a lock name or a digest")
         return self.digester.digest(name, queue, args)
 
     def bucket(self, digest: str) -> int:

@@ -15,6 +15,7 @@ __all__ = [
     "FENCING",
     "MAX_LIMIT",
     "TRACK",
+    "check_limit",
     "WAITED",
     "WAITING",
     "Holder",
@@ -58,11 +59,13 @@ class LockType(str, enum.Enum):  # noqa: UP042 - StrEnum needs Python 3.11
         """A type from its name or one of sidekiq-unique-jobs' aliases."""
         if type(value) is str and value in _BY_NAME:
             return _BY_NAME[value]
+        if not isinstance(value, str):
+            raise ArgumentTypeError(f"type must be a LockType or its name, not {type(value).__qualname__!r}")
         try:
             return cls(_ALIASES.get(str(value), value))
         except ValueError:
             known = ", ".join(t.value for t in cls)
-            raise ValueError(f"unknown lock type {value!r}; known: {known} (and aliases)") from None
+            raise ArgumentError(f"unknown lock type {value!r}; known: {known} (and aliases)") from None
 
     @property
     def queued(self) -> bool:
@@ -120,6 +123,16 @@ class LockInfo:
     timeout: float
     holders: list[Holder]
     runtime_holders: list[Holder]
+
+
+def check_limit(limit: object) -> int:
+    """``limit`` if it is an int (not a bool) from 1 to :data:`MAX_LIMIT`; else
+    ``ArgumentTypeError`` or ``ArgumentError``."""
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise ArgumentTypeError(f"limit must be an int, not {type(limit).__qualname__!r}")
+    if not 1 <= limit <= MAX_LIMIT:
+        raise ArgumentError(f"limit must be between 1 and {MAX_LIMIT}, not {limit!r}")
+    return limit
 
 
 def check_job_id(job_id: object) -> str:

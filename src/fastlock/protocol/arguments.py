@@ -67,14 +67,15 @@ delay, backoff or wait. Its milliseconds stay exact in Lua's doubles and in Redi
 def duration_ms(seconds: object, name: str, *, minimum_ms: int = 1) -> int:
     """``seconds`` (a real number) as whole milliseconds for a script argument, rounded, and at
     least ``minimum_ms`` when positive. ``ArgumentTypeError`` for a non-number (bools included);
-    ``ValueError`` for NaN, a negative or sub-minimum value, or one over :data:`MAX_DURATION`."""
+    ``ArgumentError`` (a ``ValueError``) for NaN, a negative or sub-minimum value, or one over
+    :data:`MAX_DURATION`."""
     if isinstance(seconds, bool) or not isinstance(seconds, int | float):
         raise ArgumentTypeError(f"{name} must be a number of seconds, not {type(seconds).__qualname__!r}")
     if not 0 <= seconds <= MAX_DURATION:
-        raise ValueError(f"{name} must be between 0 and {MAX_DURATION:.0f} seconds, not {seconds!r}")
+        raise ArgumentError(f"{name} must be between 0 and {MAX_DURATION:.0f} seconds, not {seconds!r}")
     ms = round(seconds * 1000)
     if ms >= minimum_ms:
         return ms
     if seconds > 0 and minimum_ms == 1:
         return 1  # a positive sub-millisecond duration rounds up, never to "no expiry"
-    raise ValueError(f"{name} must be at least {minimum_ms} ms, not {seconds!r}")
+    raise ArgumentError(f"{name} must be at least {minimum_ms} ms, not {seconds!r}")

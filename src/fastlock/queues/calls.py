@@ -7,17 +7,25 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from itertools import islice
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypedDict, TypeVar
 
 from .. import _ids as ids_source
 from ..digest import Digester, check_digest
-from ..exceptions import ArgumentTypeError
+from ..exceptions import ArgumentError, ArgumentTypeError
 from ..operations import Call, Operation
 from ..protocol.arguments import duration_ms
 from ..protocol.slots import hash_tag
 from .jobs import Job, Recovered, Unique, enqueued_many, extended, recovered
 
-__all__ = ["MAX_BATCH", "QueueBase", "checked_int", "enqueue_batches", "extend_batches", "recover_rounds"]
+__all__ = [
+    "MAX_BATCH",
+    "QueueBase",
+    "QueueOptions",
+    "checked_int",
+    "enqueue_batches",
+    "extend_batches",
+    "recover_rounds",
+]
 
 MAX_BATCH = 1000
 """Most jobs one script call enqueues, claims, completes, extends, recovers or touches."""
@@ -45,11 +53,11 @@ R = TypeVar("R")
 
 def checked_int(value: object, name: str, low: int, high: int = MAX_COUNT) -> int:
     """``value`` if it is an int (not a bool) in ``[low, high]``; else ArgumentTypeError or
-    ValueError."""
+    ArgumentError."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise ArgumentTypeError(f"{name} must be an int, not {type(value).__qualname__!r}")
     if not low <= value <= high:
-        raise ValueError(f"{name} must be between {low} and {high}, not {value}")
+        raise ArgumentError(f"{name} must be between {low} and {high}, not {value}")
     return value
 
 
@@ -86,14 +94,14 @@ def _key_base(prefix: object, name: object) -> str:
     tag = hash_tag(name.encode()).decode()
     if tag == name:  # no {tag}: wrapped in one, so it may not hold braces itself
         if not name or "{" in name or "}" in name:
-            raise ValueError(f"queue name {name!r}: give a non-empty name without braces, or a {{tag}}")
+            raise ArgumentError(f"queue name {name!r}: give a non-empty name without braces, or a {{tag}}")
         base = f"{prefix}:{{{name}}}:"
     elif name == f"{{{tag}}}":
-        raise ValueError(f"queue name {name!r} would share its keys with queue {tag!r}: name it {tag!r}")
+        raise ArgumentError(f"queue name {name!r} would share its keys with queue {tag!r}: name it {tag!r}")
     else:
         base = f"{prefix}:{name}:"
     if hash_tag(base.encode()) == base.encode():
-        raise ValueError(f"prefix {prefix!r} breaks the queue's hash tag (an empty {{}})")
+        raise ArgumentError(f"prefix {prefix!r} breaks the queue's hash tag (an empty {{}})")
     return base
 
 
@@ -133,6 +141,18 @@ def recover_rounds(keys: Sequence[str], args: tuple[int, int], rounds: int) -> O
         if not more:
             break
     return Recovered(requeued, dead, more)
+
+
+class QueueOptions(TypedDict, total=False):
+    """The keyword options of a queue (see :class:`QueueBase`), typed once for every entry
+    point (``Queue(...)``, :meth:`Client.queue <fastlock.Client.queue>`)."""
+
+    lease: float
+    max_attempts: int
+    backoff: float | Callable[[int], float]
+    keep_completed: int
+    digester: Digester | None
+    prefix: str
 
 
 class QueueBase(Generic[R]):

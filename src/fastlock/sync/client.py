@@ -18,15 +18,17 @@ import functools
 import os
 from collections.abc import Callable, Iterable, Sequence
 from time import monotonic
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
 from .._impl import load_core
 from ..exceptions import ArgumentError, ArgumentTypeError, ConnectionError, ResponseError
 from ..locks.lock import Lock
 from ..locks.manager import LockManager
+from ..locks.options import LockOptions
 from ..operations import Operation, Runner
 from ..params import BLOCKING_MARGIN, DEFAULT_URL, ConnectionParams, blocking_wait, parse_url
 from ..protocol.commands import refuse_connection_state
+from ..queues.calls import QueueOptions
 from ..queues.queue import Queue
 from ..scripts.calling import (
     MAX_RELOADS,
@@ -279,9 +281,10 @@ class Client(ScriptSettingsAccess):
             record_failure(script, settings, monotonic() - start, failure)
             raise
 
-    def queue(self, name: str, **options: Any) -> Queue:
+    def queue(self, name: str, **options: Unpack[QueueOptions]) -> Queue:
         """A job queue on this client: ``options`` go to :class:`~fastlock.queues.queue.Queue`
-        (``lease``, ``max_attempts``, ``backoff``, ``keep_completed``, ``prefix``)."""
+        (``lease``, ``max_attempts``, ``backoff``, ``keep_completed``, ``digester``, ``prefix``;
+        typed by :class:`~fastlock.queues.calls.QueueOptions`, each checked before use)."""
         return Queue(self, name, **options)
 
     @functools.cached_property
@@ -290,10 +293,20 @@ class Client(ScriptSettingsAccess):
         :class:`~fastlock.LockManager` for other settings."""
         return LockManager(self)
 
-    def lock(self, name: str | None = None, **options: Any) -> Lock:
-        """A unique-job lock in :attr:`locks`: ``options`` go to :meth:`LockManager.lock
-        <fastlock.LockManager.lock>` (``type``, ``ttl``, ``timeout``, ``limit``, ...)."""
-        return self.locks.lock(name, **options)
+    def lock(
+        self,
+        name: str | None = None,
+        *,
+        digest: str | None = None,
+        queue: str | None = None,
+        args: Any = None,
+        **options: Unpack[LockOptions],
+    ) -> Lock:
+        """A unique-job lock in :attr:`locks` (see :meth:`LockManager.lock
+        <fastlock.LockManager.lock>`); ``options`` (``type``, ``ttl``, ``timeout``, ``limit``,
+        ``job_id``, ``on_conflict``) are typed by :class:`~fastlock.locks.options.LockOptions`
+        and each checked before use."""
+        return self.locks.lock(name, digest=digest, queue=queue, args=args, **options)
 
     def close(self) -> None:
         """Close the pool's connections."""
