@@ -147,3 +147,33 @@ def test_sync_and_async_queues_share_jobs(
             assert await aqueue.stats() == squeue.stats() == QueueStats(0, 0, 0, 0)
 
     run(main())
+
+
+def test_admin_matches_the_sync_queue(run: Run, redis_url: str, impl: str) -> None:
+    """peek, job, cancel and the unique-lock admin, awaited, read what the sync queue reads."""
+    sync = fastlock.Client(redis_url, impl=impl)
+    sync_queue = sync.queue("admin")
+    sync_queue.enqueue(b"now", job_id="now")
+    sync_queue.enqueue(b"later", job_id="later", delay=60, unique=Unique("u"))
+    digest = sync_queue.unique_digest(Unique("u"))
+
+    async def main() -> None:
+        async with Client(redis_url, impl=impl) as client:
+            queue = client.queue("admin")
+            page = await queue.peek("ready")
+            assert page.total == 1 and [job.id for job in page.jobs] == ["now"]
+            assert [job.id for job in (await queue.peek("delayed")).jobs] == ["later"]
+            assert (await queue.job("later")) == sync_queue.job("later")
+            assert (await queue.job("nope")).state == "missing"
+            held = await queue.unique_lock(digest)
+            assert held is not None and held.job_id == "later"
+            assert (await queue.unique_locks())[1] == [held]
+            cancelled = await queue.cancel("later")
+            assert cancelled.done and cancelled.state == "delayed"
+            assert await queue.unique_lock(digest) is None
+
+    try:
+        run(main())
+        assert sync_queue.job("later").state == "missing"
+    finally:
+        sync.close()

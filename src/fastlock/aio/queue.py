@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from ..operations import AsyncRunner
+from ..queues import admin
 from ..queues.calls import MAX_BATCH, QueueBase, enqueue_batches, extend_batches, recover_rounds
 from ..queues.jobs import (
     Batch,
@@ -129,6 +130,34 @@ class AsyncQueue(QueueBase[AsyncRunner]):
     async def stats(self) -> QueueStats:
         """Job counts, read in one round trip."""
         return queue_stats(await self.client.execute_many(self._stats_commands()))
+
+    # ---- admin (bounded per call; see fastlock.queues.admin)
+
+    async def peek(self, state: str = "ready", *, offset: int = 0, count: int = 20) -> admin.Page:
+        """Up to ``count`` (≤ 1000) jobs in ``state`` (ready, delayed, active or dead) from
+        ``offset``, in the order they will be claimed, expire or were buried."""
+        args = admin.peek_args(state, offset, count)
+        return admin.page(await self.client.call("queue_peek", self.keys, args), state, offset)
+
+    async def job(self, job_id: str, *, window: int = admin.WINDOW) -> admin.JobInfo:
+        """What the server holds about job ``job_id`` (``state`` ``missing`` when nothing),
+        searching ``window`` entries at each end of each structure."""
+        args = admin.job_args(job_id, window)
+        return admin.job_info(await self.client.call("queue_job", self.keys, args), job_id)
+
+    async def cancel(self, job_id: str, *, window: int = admin.WINDOW) -> admin.Cancelled:
+        """Remove a ready or delayed job, its payload and its held unique lock, atomically;
+        an active (leased) or dead job is refused."""
+        args = admin.cancel_args(job_id, window)
+        return admin.cancelled(await self.client.call("queue_cancel", self.keys, args))
+
+    async def unique_locks(self, cursor: int = 0, *, count: int = 100) -> tuple[int, list[admin.UniqueLock]]:
+        """One HSCAN page of the held unique locks: ``(next cursor, locks)``, 0 ends the walk."""
+        return await self.client.run(admin.unique_locks(self.key["unique"], cursor, count))
+
+    async def unique_lock(self, digest: str) -> admin.UniqueLock | None:
+        """The unique lock on ``digest`` (held or ttl), or ``None`` when it is free."""
+        return await self.client.run(admin.unique_lock(self.key["unique"], self.prefix, digest))
 
     def __repr__(self) -> str:
         return f"<fastlock.aio.AsyncQueue {self.name!r} lease={self.lease} max_attempts={self.max_attempts}>"
