@@ -48,7 +48,9 @@ def test_a_batch_completes_each_success_before_the_next_and_the_last_with_the_cl
     assert plan.send(None) == Act("complete", ([second],), {"claim": 1})  # what the budget allows
     assert plan.send(batch(third)) == Act("handle", (third,))
     failure = KeyError("missing")
-    assert plan.throw(failure) == Act("fail", (third, failure))
+    fail = plan.throw(failure)
+    assert fail.name == "fail" and fail.args[0] is third and fail.kwargs == {"retry_in": None, "dead": False}
+    assert fail.args[1].startswith("KeyError: 'missing'\n\nTraceback (most recent call last):")
     assert plan.throw(fastlock.LeaseLost([third])) == Act("complete", ([],), {"claim": 0})
     with pytest.raises(StopIteration):
         plan.send(Batch())
@@ -63,9 +65,10 @@ def test_transient_errors_are_waited_out_and_the_budget_given_back() -> None:
     assert plan.throw(fastlock.ConnectionError("down")) == Act("claim", (1,))  # warned, not raised
     pause = plan.throw(fastlock.ReadOnlyError("READONLY replica"))
     assert pause.name == "pause" and 0.05 <= pause.args[0] <= 0.25
-    wait = plan.send(None)
-    assert wait.name == "wait" and wait.kwargs == {"interrupt": "k"} and 0 < wait.args[0] <= 5.0
     assert tally.budget == 1  # the failed claim gave its count back
+    assert plan.send(None) == Act("claim", (1,))  # claimed again after the pause
+    wait = plan.send(Batch())
+    assert wait.name == "wait" and wait.kwargs == {"interrupt": "k"} and 0 < wait.args[0] <= 5.0
     with pytest.raises(fastlock.LuaCommandError):  # not transient: raised out of the plan
         plan.throw(fastlock.LuaCommandError("WRONGTYPE inside"))
 
