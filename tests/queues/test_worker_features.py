@@ -178,7 +178,9 @@ def test_signal_finishes_the_job_and_hands_the_batch_back(redis_url: str, impl: 
     queue = client.queue("g", lease=30)
     queue.enqueue_many([b"x"] * 30)
     ours, theirs = multiprocessing.get_context("fork").Pipe()
-    proc = multiprocessing.get_context("fork").Process(target=signal_worker, args=(redis_url, impl, sig, theirs))
+    proc = multiprocessing.get_context("fork").Process(
+        target=signal_worker, args=(redis_url, impl, sig, theirs)
+    )
     proc.start()
     try:
         starts = [ours.recv() for _ in range(3)]  # in its 3rd job of a batch of 10
