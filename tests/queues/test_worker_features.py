@@ -16,7 +16,7 @@ import pytest
 
 import fastlock
 from fastlock.queues.jobs import Job, QueueStats
-from fastlock.queues.outcomes import DeadLetter, JobTimeout, Retry
+from fastlock.queues.outcomes import DeadLetter, Retry
 from fastlock.queues.worker import Worker
 from fastlock.testing.servers import TempServer
 
