@@ -30,7 +30,7 @@ from typing import Any
 from ..exceptions import ArgumentTypeError
 from .jobs import Job
 from .outcomes import DeadLetter, JobTimeout, Retry
-from .policy import TRANSIENT, Act, Hook, Leases, Plan, WorkerBase
+from .policy import TRANSIENT, Act, Hook, Leases, Plan, Tally, WorkerBase
 from .queue import Queue
 
 __all__ = ["TRANSIENT", "DeadLetter", "Heartbeat", "JobTimeout", "Retry", "Worker", "heartbeat"]
@@ -204,7 +204,7 @@ class Worker(WorkerBase[Queue]):
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
 
-    def _run_threads(self, tally: Any) -> None:
+    def _run_threads(self, tally: Tally) -> None:
         """Each loop in its thread; the first error of one stops the others and is raised."""
         errors: list[BaseException] = []
 
