@@ -61,6 +61,7 @@ from .locks.reaper import Reaper
 from .locks.types import Holder, LockInfo, LockType
 from .params import ConnectionParams, parse_url
 from .queues.jobs import Batch, Job, Unique
+from .queues.outcomes import DeadLetter, JobTimeout, Retry
 from .queues.queue import Queue
 from .queues.worker import Worker
 from .scripts.registry import Script, ScriptCounters, ScriptRegistry
@@ -140,6 +141,9 @@ __all__ = [
     "WrongTypeError",
     "__impl__",
     "parse_url",
+    "DeadLetter",
+    "JobTimeout",
+    "Retry",
 ]
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import signal
 import time
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -15,6 +17,7 @@ import pytest
 from harness.blocking import wait_until_blocked
 
 import fastlock
+import fastlock.queues.outcomes
 from fastlock.aio import AsyncQueue, AsyncWorker, Client
 from fastlock.queues.jobs import Job, QueueStats
 from fastlock.testing.costs import command_calls
@@ -71,7 +74,8 @@ def test_failing_handler_retries_then_dead_letters(run: Run, redis_url: str, imp
             assert [a for a, _ in attempts] == [1, 2, 3]
             assert attempts[1][1] - attempts[0][1] >= 0.05 and attempts[2][1] - attempts[1][1] >= 0.1
             [dead] = await queue.dead()
-            assert (dead.attempts, dead.error) == (3, "KeyError: 'missing'")
+            assert (dead.attempts, dead.error.split("\n")[0]) == (3, "KeyError: 'missing'")
+            assert 'in handler\n    raise KeyError("missing")' in dead.error  # the traceback is kept
 
     run(main())
 
@@ -253,5 +257,102 @@ def test_worker_waits_out_a_readonly_or_full_server(
             assert set(handled) == set(ids)
             trouble = [r.getMessage() for r in caplog.records if CODES[fault] in r.getMessage()]
             assert 1 <= len(trouble) <= 6, trouble  # each loop's and the heartbeat's, rate-limited
+
+    run(main())
+
+
+def test_job_timeout_cancels_the_handler(run: Run, redis_url: str, impl: str) -> None:
+    async def main() -> None:
+        async with Client(redis_url, impl=impl) as client:
+            queue = client.queue("t", max_attempts=2, backoff=0.01)
+            hung = await queue.enqueue(b"hang")
+            cancelled: list[int] = []
+
+            async def handler(job: Job) -> None:
+                if job.payload == b"hang":
+                    try:
+                        await asyncio.sleep(30)
+                    except asyncio.CancelledError:
+                        cancelled.append(job.attempt)
+                        raise
+                raise TimeoutError("the handler's own timeout stays its own")
+
+            await queue.enqueue(b"own")
+            started = time.monotonic()
+            assert await AsyncWorker(queue, handler, job_timeout=0.2, idle_wait=0.5).run(max_jobs=3) == 3
+            assert time.monotonic() - started < 10 and cancelled == [1, 2]
+            dead = {job.id: job for job in await queue.dead()}
+            assert dead[hung].error.startswith("JobTimeout: job ")
+            stats = await queue.stats()  # "own" failed with its TimeoutError, waits for its retry
+            assert list(dead) == [hung] and stats.ready + stats.delayed == 1
+
+    run(main())
+
+
+def test_hooks_retry_dead_letter_and_burst(run: Run, redis_url: str, impl: str) -> None:
+    async def main() -> None:
+        async with Client(redis_url, impl=impl) as client:
+            queue = client.queue("h", max_attempts=3)
+            plain, retried, buried = [await queue.enqueue(p) for p in (b"ok", b"retry", b"bury")]
+            events: list[tuple[str, str, int]] = []
+
+            def hook(name: str) -> Any:
+                async def awaited(job: Job, exc: BaseException | None = None) -> None:
+                    await asyncio.sleep(0)
+                    events.append((name, job.id, job.attempt))
+
+                return awaited
+
+            async def handler(job: Job) -> None:
+                if job.payload == b"retry" and job.attempt == 1:
+                    raise fastlock.queues.outcomes.Retry(in_=0.1)
+                if job.payload == b"bury":
+                    raise fastlock.queues.outcomes.DeadLetter("no")
+
+            hooks = {name: hook(name) for name in ("before", "after", "on_failure", "on_retry")}
+            worker = AsyncWorker(queue, handler, burst=True, idle_wait=1.0, concurrency=2, **hooks)
+            assert await worker.run() == 4  # burst: returns once empty, the retry included
+            assert ("after", plain, 1) in events and ("after", retried, 2) in events
+            assert ("on_retry", retried, 1) in events and ("on_failure", buried, 1) in events
+            assert len([e for e in events if e[0] == "before"]) == 4
+            [dead] = await queue.dead()
+            assert (dead.id, dead.error) == (buried, "no")
+            assert await queue.stats() == QueueStats(0, 0, 0, 1)
+
+    run(main())
+
+
+def test_stop_and_signals_hand_the_unstarted_batch_back(run: Run, redis_url: str, impl: str) -> None:
+    async def main() -> None:
+        async with Client(redis_url, impl=impl) as client:
+            queue = client.queue("g", lease=30)
+            await queue.enqueue_many([b"x"] * 40)
+            started: list[float] = []
+
+            async def handler(job: Job) -> None:
+                started.append(time.monotonic())
+                await asyncio.sleep(0.2)
+
+            for how in ("stop", "SIGTERM", "SIGINT"):
+                worker = AsyncWorker(queue, handler, batch=10, concurrency=2)
+                task = asyncio.create_task(worker.run(install_signals=True))
+                while len(started) < 2:
+                    await asyncio.sleep(0.005)
+                signalled = time.monotonic()
+                if how == "stop":
+                    await worker.stop()
+                else:
+                    os.kill(os.getpid(), getattr(signal, how))
+                assert await asyncio.wait_for(task, 10) == 2
+                drain = time.monotonic() - signalled
+                assert drain < 5.0, drain  # the current jobs' rest (< 0.2 s) and two calls
+                stats = await queue.stats()
+                assert stats.active == 0 and stats.ready == 38  # 2 done, 18 handed back
+                claimed = await queue.claim(40)
+                assert all(job.attempt == 1 for job in claimed)  # handed back: no attempt spent
+                await queue.release(claimed)
+                await queue.enqueue_many([b"x"] * 2)
+                started.clear()
+            assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
 
     run(main())

@@ -218,7 +218,7 @@ def test_every_queue_script_stays_in_one_slot(server: Any, redis_url: str, prefi
             queue.recover()
             queue.dead()
             queue.requeue_dead()
-            queue.claim(1)
+            queue.release(queue.claim(1))  # the hand-back script too
             queue.peek("ready")
             queue.peek("active")
             queue.job("one")

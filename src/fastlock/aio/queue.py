@@ -25,6 +25,7 @@ from ..queues.jobs import (
     extended,
     failed,
     queue_stats,
+    released,
 )
 
 __all__ = ["AsyncQueue"]
@@ -91,6 +92,12 @@ class AsyncQueue(QueueBase[AsyncRunner]):
         """Whether ``job``'s lease is still its own (renewed if so), in one round trip."""
         (args,) = self._extend_calls([job], lease)
         return not extended(await self.client.call("queue_extend", self.keys, args), [job])
+
+    async def release(self, jobs: Sequence[Job]) -> list[Job]:
+        """Hand back unstarted leased jobs, attempts given back (:meth:`Queue.release
+        <fastlock.queues.queue.Queue.release>`); returns the lost ones."""
+        args = self._release_args(jobs)
+        return released(await self.client.call("queue_release", self.keys, args), jobs) if args else []
 
     async def recover(self, limit: int = MAX_BATCH, *, rounds: int = 1) -> Recovered:
         """Return expired leases to ready, or dead-letter those out of attempts."""

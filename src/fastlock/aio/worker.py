@@ -6,22 +6,29 @@ retries and dead letters, transient errors, recovery, idle waits without polling
 the leases of every job the worker holds (the bookkeeping of
 :class:`~fastlock.queues.policy.Leases`). :meth:`AsyncWorker.stop` is graceful: nothing more
 is claimed, idle loops are woken, and :meth:`AsyncWorker.run` returns once each loop has
-finished (completed or failed) the jobs it holds. A handler is a coroutine function; one
-that blocks the event loop also stalls the heartbeat.
+finished its current job (the unstarted rest of its batch handed back at once). A handler
+is a coroutine function; one that blocks the event loop also stalls the heartbeat.
+``job_timeout`` cancels the handler's task (``asyncio.wait_for``); hooks may be coroutine
+functions (awaited); ``run(install_signals=True)`` stops on SIGTERM/SIGINT through the
+loop's signal handlers.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+import inspect
+import signal
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 from ..exceptions import ArgumentTypeError
-from ..queues.calls import checked_int
 from ..queues.jobs import Job
-from ..queues.policy import TRANSIENT, Act, Leases, Plan, WorkerBase
+from ..queues.outcomes import JobTimeout
+from ..queues.policy import TRANSIENT, Act, Hook, Leases, Plan, WorkerBase
 from .queue import AsyncQueue
+
+SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 __all__ = ["AsyncWorker"]
 
@@ -29,7 +36,8 @@ __all__ = ["AsyncWorker"]
 class AsyncWorker(WorkerBase[AsyncQueue]):
     """Run ``await handler(job)`` on the jobs of ``queue`` in ``concurrency`` tasks, ``batch``
     claimed at a time by each; the options and the semantics of
-    :class:`~fastlock.queues.worker.Worker`."""
+    :class:`~fastlock.queues.worker.Worker` (hooks may be coroutine functions; a handler
+    past ``job_timeout`` is cancelled)."""
 
     _stopping: asyncio.Event
 
@@ -42,20 +50,37 @@ class AsyncWorker(WorkerBase[AsyncQueue]):
         batch: int = 10,
         idle_wait: float = 5.0,
         recover_limit: int = 1000,
+        job_timeout: float | None = None,
+        burst: bool = False,
+        before: Hook | None = None,
+        after: Hook | None = None,
+        on_failure: Hook | None = None,
+        on_retry: Hook | None = None,
     ) -> None:
         if not isinstance(queue, AsyncQueue):
             raise ArgumentTypeError("AsyncWorker takes an AsyncQueue and a coroutine function")
-        self.concurrency = checked_int(concurrency, "concurrency", 1, 10_000)
         super().__init__(
-            queue, handler, batch=batch, idle_wait=idle_wait, recover_limit=recover_limit, loops=concurrency
+            queue,
+            handler,
+            concurrency=concurrency,
+            batch=batch,
+            idle_wait=idle_wait,
+            recover_limit=recover_limit,
+            job_timeout=job_timeout,
+            burst=burst,
+            before=before,
+            after=after,
+            on_failure=on_failure,
+            on_retry=on_retry,
         )
         self._stopping = asyncio.Event()
         self._leases = Leases()
         self._held = asyncio.Event()  # set when the heartbeat should look again
 
     async def stop(self) -> None:
-        """Ask :meth:`run` to return once each loop has finished its current batch (nothing
-        more is claimed); idle loops are woken at once. A stopped worker stays stopped."""
+        """Ask :meth:`run` to return once each loop has finished its current job (the
+        unstarted rest of its batch is handed back, nothing more is claimed); idle loops are
+        woken at once. A stopped worker stays stopped."""
         self._stopping.set()
         for key in self._interrupts:
             try:
@@ -63,19 +88,45 @@ class AsyncWorker(WorkerBase[AsyncQueue]):
             except TRANSIENT as exc:
                 self._warn(exc, "could not wake the worker to stop it")
 
-    async def run(self, *, max_jobs: int | None = None) -> int:
-        """Process jobs until :meth:`stop` is called or ``max_jobs`` jobs were handled (by all
-        loops together); returns the number of jobs handled."""
+    async def run(self, *, max_jobs: int | None = None, install_signals: bool = False) -> int:
+        """Process jobs until :meth:`stop` is called, ``max_jobs`` jobs were handled (by all
+        loops together) or, in ``burst`` mode, the queue is empty; returns the number of jobs
+        handled. ``install_signals``: SIGTERM and SIGINT call :meth:`stop` (the loop's
+        signal handlers, removed at the first signal so a second one acts as it would have,
+        and when run returns)."""
         tally = self._tally(max_jobs)
         beat = asyncio.create_task(self._heartbeat(), name="fastlock-heartbeat")
         try:
-            loops = [self._drive(self._looping(tally, self, key)) for key in self._interrupts]
-            await asyncio.gather(*loops)
+            with self._signals(install_signals):
+                loops = [self._drive(self._looping(tally, self, key)) for key in self._interrupts]
+                await asyncio.gather(*loops)
         finally:
             beat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await beat
         return tally.handled
+
+    @contextlib.contextmanager
+    def _signals(self, install: bool) -> Iterator[None]:
+        if not install:
+            yield
+            return
+        loop = asyncio.get_running_loop()
+        stopping: list[asyncio.Task[None]] = []
+
+        def graceful() -> None:
+            for sig in SIGNALS:
+                loop.remove_signal_handler(sig)
+            self._stopping.set()
+            stopping.append(loop.create_task(self.stop()))
+
+        for sig in SIGNALS:
+            loop.add_signal_handler(sig, graceful)
+        try:
+            yield
+        finally:
+            for sig in SIGNALS:
+                loop.remove_signal_handler(sig)
 
     # the leases of every loop, renewed by the heartbeat task
     def hold(self, queue: AsyncQueue, jobs: list[Job]) -> None:
@@ -122,9 +173,32 @@ class AsyncWorker(WorkerBase[AsyncQueue]):
 
     async def _perform(self, act: Act) -> Any:
         if act.name == "handle":
-            return await self.handler(*act.args)  # type: ignore[misc]
+            timeout = act.kwargs["timeout"] if act.kwargs else None
+            running: Awaitable[Any] = self.handler(*act.args)  # type: ignore[assignment]
+            if timeout is None:
+                return await running
+            return await _within(running, timeout, act.args[0])
+        if act.name == "call":
+            result = act.args[0](*act.args[1:])
+            return await result if inspect.isawaitable(result) else result
         if act.name == "pause":
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._stopping.wait(), *act.args)
             return None
         return await getattr(self.queue, act.name)(*act.args, **(act.kwargs or {}))
+
+
+async def _within(running: Awaitable[Any], timeout: float, job: Job) -> Any:
+    """``running``'s result, or :class:`JobTimeout` once it ran ``timeout`` seconds (then
+    cancelled); a ``TimeoutError`` of the handler's own stays its own."""
+    task = asyncio.ensure_future(running)
+    try:
+        done, _ = await asyncio.wait({task}, timeout=timeout)
+    finally:
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+    if not done:
+        raise JobTimeout(f"job {job.id} ran past its {timeout} s timeout (cancelled)")
+    return task.result()

@@ -313,6 +313,14 @@ class QueueBase(Generic[R]):
         starts = range(0, len(members), MAX_BATCH)
         return [[lease_ms, *members[start : start + MAX_BATCH]] for start in starts]
 
+    def _release_args(self, jobs: Sequence[Job]) -> list[bytes]:
+        """Arguments of ``queue_release``: the lease members of ``jobs`` (at most :data:`MAX_BATCH`)."""
+        if isinstance(jobs, Job | str | bytes) or not isinstance(jobs, Sequence):
+            raise ArgumentTypeError(f"expected a sequence of Jobs, not {type(jobs).__qualname__!r}")
+        if len(jobs) > MAX_BATCH:
+            raise _batch_error(len(jobs), "jobs per release")
+        return [_check_job(job).member for job in jobs]
+
     def _recover_args(self, limit: int, rounds: int) -> tuple[int, int]:
         checked_int(rounds, "rounds", 1, MAX_BATCH)
         return checked_int(limit, "limit", 1, MAX_BATCH), self.max_attempts

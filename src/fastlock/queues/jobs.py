@@ -229,6 +229,16 @@ def extended(reply: Any, jobs: Sequence[Job]) -> list[Job]:
     return lost
 
 
+def released(reply: Any, jobs: Sequence[Job]) -> list[Job]:
+    """The jobs ``queue_release`` found lost (no longer the caller's), their ``lost`` flag set."""
+    if not isinstance(reply, list):
+        raise unexpected("queue_release", reply)
+    lost = _picked(jobs, reply, "queue_release", reply)
+    for job in lost:
+        job.lost = True
+    return lost
+
+
 def recovered(reply: Any) -> Recovered:
     """The counts of a ``queue_recover`` reply ``{requeued, dead, more}``."""
     try:

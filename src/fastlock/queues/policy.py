@@ -1,15 +1,18 @@
 """The worker's policy, written once for every transport (sans-IO: no socket, thread or sleep).
 
 :class:`WorkerBase` holds a worker's options and its loop as a *plan*: a generator yielding
-:class:`Act` requests (a queue method to call, the handler to run, a pause) and receiving
-their results, or their ``Exception`` thrown in; :class:`~fastlock.queues.worker.Worker`
-drives it with blocking calls, :class:`~fastlock.aio.AsyncWorker` awaits the same acts,
-one plan per task. The plan decides what happens: batch completion (each success completed
-before the next job starts, the last one with the next claim), renewal of a slow batch,
-failures (``queue.fail``: retried with backoff or dead-lettered), which errors are
-:data:`TRANSIENT` (waited out with a jittered pause), recovery about every half lease, the
-idle wait. :class:`Leases` is the heartbeats' bookkeeping; :class:`Warnings` rate-limits
-warnings about server trouble.
+:class:`Act` requests (a queue method to call, the handler or a hook to run, a pause) and
+receiving their results, or their ``Exception`` thrown in;
+:class:`~fastlock.queues.worker.Worker` drives it with blocking calls,
+:class:`~fastlock.aio.AsyncWorker` awaits the same acts, one plan per loop. The plan decides
+what happens: batch completion (each success completed before the next job starts, the last
+one with the next claim), renewal of a slow batch, failures (``queue.fail``: retried with
+backoff or :class:`Retry`'s delay, dead-lettered with a traceback or :class:`DeadLetter`'s
+reason), a job past ``job_timeout`` (:class:`JobTimeout`, from the transport), the hooks,
+the graceful stop (the unstarted rest of a batch handed back at once, ``queue.release``),
+burst runs, which errors are :data:`TRANSIENT` (waited out with a jittered pause, warned
+about rate-limited, one line when the server is back), recovery about every half lease,
+the idle wait.
 """
 
 from __future__ import annotations
@@ -17,106 +20,49 @@ from __future__ import annotations
 import logging
 import os
 import random
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Generator
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from time import monotonic
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
-from ..exceptions import (
-    ArgumentTypeError,
-    BusyError,
-    ConnectionError,
-    LeaseLost,
-    LoadingError,
-    OutOfMemoryError,
-    PoolTimeoutError,
-    ReadOnlyError,
-)
+from ..exceptions import ArgumentTypeError, LeaseLost
 from ..protocol.arguments import duration_ms
 from .calls import MAX_BATCH, MAX_COUNT, QueueBase, checked_int
 from .jobs import Batch, Job
+from .leases import TRANSIENT, Leases, Warnings
+from .outcomes import DeadLetter, JobTimeout, Retry, error_text
 
-__all__ = ["MAX_RECOVER_CALLS", "TRANSIENT", "Act", "Leases", "Tally", "Warnings", "WorkerBase"]
+__all__ = [
+    "MAX_RECOVER_CALLS",
+    "TRANSIENT",
+    "Act",
+    "DeadLetter",
+    "JobTimeout",
+    "Leases",
+    "Retry",
+    "Tally",
+    "Warnings",
+    "WorkerBase",
+    "error_text",
+]
 
 log = logging.getLogger("fastlock.worker")
 
 Q = TypeVar("Q", bound=QueueBase[Any])
+Hook = Callable[..., object]
 
-TRANSIENT = (ConnectionError, PoolTimeoutError, BusyError, LoadingError, ReadOnlyError, OutOfMemoryError)
-"""Errors a worker waits out and retries (server restarting, unreachable, busy, a replica
-for now, or out of memory)."""
-LOG_EVERY = 5.0  # seconds between two warnings about the same kind of server trouble
 MAX_RECOVER_CALLS = 10  # recover calls per recovery (each of at most recover_limit jobs)
-
-
-class Warnings:
-    """Warnings about server trouble, at most one per :data:`LOG_EVERY` seconds (an outage
-    would flood the log otherwise)."""
-
-    def __init__(self, clock: Callable[[], float] = monotonic) -> None:
-        self._next = 0.0
-        self._clock = clock
-
-    def __call__(self, message: str, *args: object, exc_info: bool = False) -> None:
-        now = self._clock()
-        if now >= self._next:
-            self._next = now + LOG_EVERY
-            log.warning(message, *args, exc_info=exc_info)
-
-
-class Leases:
-    """The leases a heartbeat renews: held jobs per queue, each queue's renewal due every
-    ``queue.lease / 3`` seconds, one extend call per queue and round."""
-
-    def __init__(self, clock: Callable[[], float] = monotonic) -> None:
-        self._held: dict[Any, dict[bytes, Job]] = {}
-        self._due: dict[Any, float] = {}
-        self._clock = clock
-        self._warn = Warnings(clock)
-
-    def hold(self, queue: QueueBase[Any], jobs: Sequence[Job]) -> None:
-        """Start renewing the leases of ``jobs``."""
-        held = self._held.setdefault(queue, {})
-        if not held:
-            self._due[queue] = self._clock() + queue.lease / 3
-        held.update({job.member: job for job in jobs})
-
-    def release(self, queue: QueueBase[Any], jobs: Sequence[Job]) -> None:
-        """Stop renewing the leases of ``jobs`` (completed, failed or lost)."""
-        held = self._held.get(queue, {})
-        for job in jobs:
-            held.pop(job.member, None)
-        if not held:
-            self._held.pop(queue, None)
-            self._due.pop(queue, None)
-
-    def due(self) -> tuple[list[tuple[Any, list[Job]]], float | None]:
-        """The queues due now with their held jobs (their next round scheduled), and the
-        seconds until the next round (``None``: nothing held)."""
-        now = self._clock()
-        due = [queue for queue, at in self._due.items() if at <= now]
-        for queue in due:
-            self._due[queue] = now + queue.lease / 3
-        wait = min(self._due.values()) - now if self._due else None
-        return [(queue, list(self._held[queue].values())) for queue in due], wait
-
-    def renewed(self, queue: QueueBase[Any], lost: list[Job]) -> None:
-        """After an extend: drop (and log) the still-held jobs whose lease was lost."""
-        lost = [job for job in lost if job.member in self._held.get(queue, {})]
-        if lost:
-            log.warning("%r: lease lost for %d job(s): %s", queue, len(lost), [j.id for j in lost])
-            self.release(queue, lost)
-
-    def failed(self, queue: QueueBase[Any], exc: Exception) -> None:
-        """An extend failed: warned (rate-limited; a traceback unless :data:`TRANSIENT`)."""
-        self._warn("heartbeat for %r failed: %s", queue, exc, exc_info=not isinstance(exc, TRANSIENT))
+MAX_CONCURRENCY = 10_000
 
 
 class Act(NamedTuple):
     """A worker plan's request: ``name`` is a queue method (``claim``, ``complete``,
-    ``extend``, ``fail``, ``recover``, ``wait``) called with ``args`` and ``kwargs``,
-    ``"handle"`` (the handler on ``args[0]``) or ``"pause"`` (wait ``args[0]`` seconds, or
-    less if the worker is stopped)."""
+    ``extend``, ``fail``, ``release``, ``recover``, ``wait``) called with ``args`` and
+    ``kwargs``; ``"handle"`` (the handler on ``args[0]``, for at most ``kwargs["timeout"]``
+    seconds: past it the transport raises :class:`JobTimeout`); ``"call"`` (a hook:
+    ``args[0](*args[1:])``, awaited if it returns an awaitable); or ``"pause"`` (wait
+    ``args[0]`` seconds, or less if the worker is stopped)."""
 
     name: str
     args: tuple[Any, ...] = ()
@@ -127,13 +73,41 @@ class _Flag(Protocol):
     def is_set(self) -> bool: ...
 
 
+class _Held(Protocol):
+    def hold(self, queue: Any, jobs: list[Job]) -> None: ...
+    def release(self, queue: Any, jobs: list[Job]) -> None: ...
+
+
 @dataclass
 class Tally:
     """One run's count of handled jobs and what it may still claim (``None``: no limit),
-    shared by its loops."""
+    shared by its loops; ``lock`` guards both when the loops are threads."""
 
     handled: int = 0
     budget: int | None = None
+    lock: AbstractContextManager[Any] = field(default_factory=nullcontext)
+
+    def take(self, most: int) -> int:
+        """Reserve up to ``most`` jobs of the budget."""
+        with self.lock:
+            if self.budget is None:
+                return most
+            count = min(most, self.budget)
+            self.budget -= count
+            return count
+
+    def give(self, count: int) -> None:
+        """Give back ``count`` reserved jobs that were not handled."""
+        if count and self.budget is not None:
+            with self.lock:
+                self.budget += count
+
+    def count(self) -> None:
+        with self.lock:
+            self.handled += 1
+
+    def open(self) -> bool:
+        return self.budget is None or self.budget > 0
 
 
 @dataclass
@@ -148,8 +122,8 @@ Plan = Generator[Act, Any, None]
 
 
 class WorkerBase(Generic[Q]):
-    """A worker's options and loop (see the module docstring); ``loops`` interrupt keys are
-    made, one per concurrent loop. A transport's worker sets ``_stopping`` (an event)."""
+    """A worker's options and loop (see the module docstring); one interrupt key is made
+    per concurrent loop. A transport's worker sets ``_stopping`` (an event)."""
 
     _stopping: _Flag
 
@@ -158,84 +132,160 @@ class WorkerBase(Generic[Q]):
         queue: Q,
         handler: Callable[[Job], object],
         *,
+        concurrency: int = 1,
         batch: int = 10,
         idle_wait: float = 5.0,
         recover_limit: int = 1000,
-        loops: int = 1,
+        job_timeout: float | None = None,
+        burst: bool = False,
+        before: Hook | None = None,
+        after: Hook | None = None,
+        on_failure: Hook | None = None,
+        on_retry: Hook | None = None,
         clock: Callable[[], float] = monotonic,
     ) -> None:
         if not callable(handler):
             raise ArgumentTypeError("a worker takes a callable handler")
+        hooks = {"before": before, "after": after, "on_failure": on_failure, "on_retry": on_retry}
+        for name, hook in hooks.items():
+            if hook is not None and not callable(hook):
+                raise ArgumentTypeError(f"{name} must be callable, not {type(hook).__qualname__!r}")
+        if not isinstance(burst, bool):
+            raise ArgumentTypeError("burst must be a bool")
+        self.concurrency = checked_int(concurrency, "concurrency", 1, MAX_CONCURRENCY)
         self.batch = checked_int(batch, "batch", 1, MAX_BATCH)
         self.idle_wait = duration_ms(idle_wait, "idle_wait", minimum_ms=0) / 1000
         self.recover_limit = checked_int(recover_limit, "recover_limit", 1, MAX_BATCH)
+        self.job_timeout = None if job_timeout is None else duration_ms(job_timeout, "job_timeout") / 1000
+        self.burst = burst
+        self._timeout = None if self.job_timeout is None else {"timeout": self.job_timeout}
         self.queue = queue
         self.handler = handler
+        self.before, self.after, self.on_failure, self.on_retry = before, after, on_failure, on_retry
         self._clock = clock
         self._next_recovery = 0.0
         self._warnings = Warnings(clock)
         stop = f"{queue.prefix}stop:{os.urandom(8).hex()}"
-        self._interrupts = [stop] if loops == 1 else [f"{stop}:{i}" for i in range(loops)]
+        self._interrupts = [stop] if concurrency == 1 else [f"{stop}:{i}" for i in range(concurrency)]
 
-    def _tally(self, max_jobs: int | None) -> Tally:
+    def _tally(self, max_jobs: int | None, lock: AbstractContextManager[Any] | None = None) -> Tally:
         if max_jobs is not None:
             checked_int(max_jobs, "max_jobs", 0, MAX_COUNT)
-        return Tally(budget=max_jobs)
+        return Tally(budget=max_jobs, lock=lock or nullcontext())
 
-    def _looping(self, tally: Tally, leases: Leases | Any, interrupt: str) -> Plan:
-        """One loop until the worker stops or the run's budget is spent."""
+    def _looping(self, tally: Tally, leases: _Held, interrupt: str) -> Plan:
+        """One loop until the worker stops, the run's budget is spent, or (``burst``) the
+        queue has nothing ready and nothing due within ``idle_wait``."""
         loop = _Loop(interrupt)
-        jobs = Batch()
-        while not self._stopping.is_set() and (jobs or tally.budget is None or tally.budget > 0):
+        jobs: Batch | None = Batch()
+        while not self._stopping.is_set() and (jobs or tally.open()):
             if self._clock() >= self._next_recovery:
                 yield from self._recover()
             if not jobs:
                 jobs = yield from self._claim(loop, tally)
-                if not jobs:
-                    yield from self._idle(loop, jobs.next_due_in)
+                if jobs is None:  # server trouble, waited out
                     continue
-            held = jobs
+                if not jobs:
+                    due = jobs.next_due_in
+                    if self.burst and (due is None or due > self.idle_wait):
+                        return
+                    yield from self._idle(loop, due)
+                    continue
+            held = list(jobs)
             leases.hold(self.queue, held)
             try:
-                last = yield from self._work(loop, tally, held)
+                last = yield from self._work(loop, tally, leases, held)
                 jobs = yield from self._complete(loop, tally, last, claim=True)
             finally:
                 leases.release(self.queue, held)
 
-    def _work(self, loop: _Loop, tally: Tally, jobs: Batch) -> Generator[Act, Any, list[Job]]:
+    def _work(
+        self, loop: _Loop, tally: Tally, leases: _Held, jobs: list[Job]
+    ) -> Generator[Act, Any, list[Job]]:
         """Run the handler on each job, completing each success before the next job starts;
         returns the last job if it succeeded (for the caller to complete with the next
         claim). Once half a lease has passed since the leases were last set (slow jobs, or a
-        stall), the rest are renewed in one call first, and lost ones skipped."""
+        stall), the rest are renewed in one call first, and lost ones skipped. A stopping
+        worker hands the unstarted rest back at once."""
         done: list[Job] = []
         for index, job in enumerate(jobs):
             if done:
                 yield from self._complete(loop, tally, done, claim=False)
+                leases.release(self.queue, done)
                 done = []
+            if self._stopping.is_set():
+                yield from self._hand_back(tally, jobs[index:])
+                break
             if self._clock() - loop.renewed > self.queue.lease / 2:
                 yield from self._renew(loop, jobs[index:])
             if job.lost:
-                if tally.budget is not None:
-                    tally.budget += 1  # skipped, not handled: may be claimed again
+                tally.give(1)  # skipped, not handled: may be claimed again
                 continue
-            tally.handled += 1
-            if (yield from self._handle(job)):
+            tally.count()
+            if (yield from self._handle(job, leases)):
                 done = [job]
         return done
 
-    def _handle(self, job: Job) -> Generator[Act, Any, bool]:
+    def _hand_back(self, tally: Tally, jobs: list[Job]) -> Generator[Act, Any, None]:
+        """Give the unstarted jobs back to ready, their attempts unspent."""
+        tally.give(len(jobs))
+        mine = [job for job in jobs if not job.lost]
+        if not mine:
+            return
         try:
-            yield Act("handle", (job,))
-            return True
+            yield Act("release", (mine,))
+            log.info("%r: stopping: handed back %d unstarted job(s)", self.queue, len(mine))
+        except TRANSIENT as exc:
+            self._warn(exc, f"could not hand back {len(mine)} job(s) (their leases will expire)")
+
+    def _handle(self, job: Job, leases: _Held) -> Generator[Act, Any, bool]:
+        """``before``, the handler (for at most ``job_timeout``), ``after``; True on success.
+        A failure (the hook's or the handler's) stops the job's renewal and fails it."""
+        try:
+            if self.before is not None:
+                yield Act("call", (self.before, job))
+            yield Act("handle", (job,), self._timeout)
         except Exception as exc:  # noqa: BLE001 - any handler error fails the job, the loop goes on
-            log.warning("%r: job %s failed on attempt %d: %r", self.queue, job.id, job.attempt, exc)
-            try:
-                yield Act("fail", (job, exc))
-            except LeaseLost:
-                log.warning("%r: job %s failed after its lease was lost", self.queue, job.id)
-            except TRANSIENT as error:
-                self._warn(error, f"could not fail job {job.id} (its lease will expire)")
+            leases.release(self.queue, [job])
+            yield from self._fail(job, exc)
             return False
+        if self.after is not None:
+            yield from self._hook(self.after, job)
+        return True
+
+    def _fail(self, job: Job, exc: Exception) -> Generator[Act, Any, None]:
+        """Fail ``job``: retried (the backoff, or :class:`Retry`'s delay) or dead-lettered
+        (attempts used up, or :class:`DeadLetter`); then ``on_retry`` or ``on_failure``."""
+        retry_in, dead = None, False
+        if isinstance(exc, Retry):
+            retry_in, text = exc.in_, error_text(exc)
+            log.info("%r: job %s asked for a retry (in %s s): %s", self.queue, job.id, exc.in_, exc)
+        elif isinstance(exc, DeadLetter):
+            dead, text = True, exc.reason
+            log.warning("%r: job %s sent to the dead letters: %s", self.queue, job.id, exc.reason)
+        else:
+            text = error_text(exc)
+            log.warning("%r: job %s failed on attempt %d: %r", self.queue, job.id, job.attempt, exc)
+        try:
+            retried = yield Act("fail", (job, text), {"retry_in": retry_in, "dead": dead})
+        except LeaseLost:
+            log.warning("%r: job %s failed after its lease was lost", self.queue, job.id)
+            return
+        except TRANSIENT as error:
+            self._warn(error, f"could not fail job {job.id} (its lease will expire)")
+            return
+        finally:
+            if isinstance(exc, JobTimeout):
+                job.lost = True  # no longer the abandoned handler's job
+        hook = self.on_retry if retried else self.on_failure
+        if hook is not None:
+            yield from self._hook(hook, job, exc)
+
+    def _hook(self, hook: Hook, *args: object) -> Generator[Act, Any, None]:
+        try:
+            yield Act("call", (hook, *args))
+        except Exception:
+            log.exception("%r: hook %r failed", self.queue, hook)
 
     def _renew(self, loop: _Loop, jobs: list[Job]) -> Generator[Act, Any, None]:
         started = self._clock()
@@ -250,30 +300,23 @@ class WorkerBase(Generic[Q]):
 
     def _reserve(self, tally: Tally) -> int:
         """How many jobs the next claim asks for, taken from the run's budget."""
-        if self._stopping.is_set():
-            return 0
-        if tally.budget is None:
-            return self.batch
-        count = min(self.batch, tally.budget)
-        tally.budget -= count
-        return count
+        return 0 if self._stopping.is_set() else tally.take(self.batch)
 
-    @staticmethod
-    def _unreserve(tally: Tally, count: int, jobs: Batch) -> Batch:
-        if tally.budget is not None:
-            tally.budget += count - len(jobs)
-        return jobs
-
-    def _claim(self, loop: _Loop, tally: Tally) -> Generator[Act, Any, Batch]:
+    def _claim(self, loop: _Loop, tally: Tally) -> Generator[Act, Any, Batch | None]:
+        """The next batch (empty: nothing ready); None after server trouble (waited out)."""
         count = self._reserve(tally)
         if count == 0:
             return Batch()
         loop.renewed = self._clock()
         try:
-            return self._unreserve(tally, count, (yield Act("claim", (count,))))
+            jobs: Batch = yield Act("claim", (count,))
         except TRANSIENT as exc:
+            tally.give(count)
             yield from self._pause(exc)
-            return self._unreserve(tally, count, Batch())
+            return None
+        self._warnings.recovered(self.queue)
+        tally.give(count - len(jobs))
+        return jobs
 
     def _complete(
         self, loop: _Loop, tally: Tally, done: list[Job], claim: bool
@@ -286,16 +329,21 @@ class WorkerBase(Generic[Q]):
             if count:
                 loop.renewed = self._clock()
             try:
-                return self._unreserve(tally, count, (yield Act("complete", (done,), {"claim": count})))
+                jobs: Batch = yield Act("complete", (done,), {"claim": count})
             except LeaseLost as exc:
                 log.warning("%r: lease lost before completing %s", self.queue, [job.id for job in exc.jobs])
-                return self._unreserve(tally, count, Batch())
+                tally.give(count)
+                return Batch()
             except TRANSIENT as exc:
                 if not self._stopping.is_set():
                     yield from self._pause(exc)
                     continue
                 self._warn(exc, f"stopping without completing {len(done)} job(s)")
-                return self._unreserve(tally, count, Batch())
+                tally.give(count)
+                return Batch()
+            self._warnings.recovered(self.queue)
+            tally.give(count - len(jobs))
+            return jobs
 
     def _pause(self, exc: Exception) -> Generator[Act, Any, None]:
         """Wait out transient server trouble for a short jittered pause."""

@@ -37,6 +37,7 @@ from .jobs import (
     extended,
     failed,
     queue_stats,
+    released,
 )
 
 __all__ = ["Queue"]
@@ -117,6 +118,13 @@ class Queue(QueueBase[Runner]):
         (default: the queue's), so call this right before committing an effect."""
         (args,) = self._extend_calls([job], lease)
         return not extended(self.client.call("queue_extend", self.keys, args), [job])
+
+    def release(self, jobs: Sequence[Job]) -> list[Job]:
+        """Hand back leased jobs that were not started (a stopping worker's batch): each goes
+        back to ready at the head of its lane with its attempt given back, in one call of at
+        most :data:`MAX_BATCH`. Returns the jobs whose lease was already lost (flagged)."""
+        args = self._release_args(jobs)
+        return released(self.client.call("queue_release", self.keys, args), jobs) if args else []
 
     def recover(self, limit: int = MAX_BATCH, *, rounds: int = 1) -> Recovered:
         """Return up to ``limit`` expired leases to ready, or dead-letter those that used

@@ -1,4 +1,4 @@
-"""A worker loop over a :class:`~fastlock.queues.queue.Queue`, and the process's lease heartbeat.
+"""A worker over a :class:`~fastlock.queues.queue.Queue` in threads, and the process's lease heartbeat.
 
 :class:`Worker` claims jobs in batches and runs a handler on each. It completes each
 successful job before it starts the next (the last one's completion claims the next batch
@@ -9,21 +9,33 @@ up). Leases are renewed by one
 leases. Every worker runs :meth:`Queue.recover` about every half lease, with jitter. An
 idle worker blocks on the queue's wake marker (``BZPOPMIN``) until a producer signals
 work, the next delayed job is due, or ``idle_wait`` passes: it does not poll.
+
+Transport only lives here (the policy is :class:`~fastlock.queues.policy.WorkerBase`'s):
+``concurrency`` loops as threads sharing the process's heartbeat; ``job_timeout`` as a
+handler thread the loop stops waiting for (Python cannot kill a thread: a handler past its
+timeout is *abandoned*, left running in its daemon thread while its job is failed and the
+loop moves on; its ``job.lost`` is set so that it can notice); SIGTERM/SIGINT handlers.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from types import FrameType
 from typing import Any
 
 from ..exceptions import ArgumentTypeError
 from .jobs import Job
-from .policy import TRANSIENT, Act, Leases, Plan, WorkerBase
+from .outcomes import DeadLetter, JobTimeout, Retry
+from .policy import TRANSIENT, Act, Hook, Leases, Plan, Tally, WorkerBase
 from .queue import Queue
 
-__all__ = ["TRANSIENT", "Heartbeat", "Worker", "heartbeat"]
+__all__ = ["TRANSIENT", "DeadLetter", "Heartbeat", "JobTimeout", "Retry", "Worker", "heartbeat"]
+
+SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 class Heartbeat:
@@ -93,12 +105,18 @@ os.register_at_fork(after_in_child=_forget_heartbeat)
 
 
 class Worker(WorkerBase[Queue]):
-    """Run ``handler(job)`` on the jobs of ``queue``, ``batch`` claimed at a time.
+    """Run ``handler(job)`` on the jobs of ``queue`` in ``concurrency`` threads, ``batch``
+    claimed at a time by each.
 
     A handler that returns completes its job at once; one that raises fails it
-    (``queue.fail`` with the exception: retried after the queue's backoff or
-    dead-lettered). Before committing an effect, a handler can ask ``queue.holds(job)``
-    (one round trip, fenced by the token); ``job.lost`` is only the heartbeat's last view.
+    (``queue.fail``: retried after the queue's backoff or dead-lettered with its traceback;
+    :class:`Retry` picks the delay, :class:`DeadLetter` buries the job now). Before
+    committing an effect, a handler can ask ``queue.holds(job)`` (one round trip, fenced by
+    the token); ``job.lost`` is only the heartbeat's last view. ``job_timeout``: seconds a
+    handler may run before its job is failed with :class:`JobTimeout` (the handler is then
+    abandoned in its thread, see the module docstring). ``burst``: return once nothing is
+    ready nor due within ``idle_wait``. Hooks: ``before(job)`` (raising fails the job),
+    ``after(job)`` on success, ``on_retry(job, exc)``, ``on_failure(job, exc)`` once dead.
     ``idle_wait`` bounds one blocking wait when the queue is empty. The loop is the plan of
     :class:`~fastlock.queues.policy.WorkerBase`, driven here with blocking calls.
     """
@@ -110,30 +128,107 @@ class Worker(WorkerBase[Queue]):
         queue: Queue,
         handler: Callable[[Job], object],
         *,
+        concurrency: int = 1,
         batch: int = 10,
         idle_wait: float = 5.0,
         recover_limit: int = 1000,
+        job_timeout: float | None = None,
+        burst: bool = False,
+        before: Hook | None = None,
+        after: Hook | None = None,
+        on_failure: Hook | None = None,
+        on_retry: Hook | None = None,
     ) -> None:
         if not isinstance(queue, Queue):
             raise ArgumentTypeError("Worker takes a Queue and a callable handler")
-        super().__init__(queue, handler, batch=batch, idle_wait=idle_wait, recover_limit=recover_limit)
+        super().__init__(
+            queue,
+            handler,
+            concurrency=concurrency,
+            batch=batch,
+            idle_wait=idle_wait,
+            recover_limit=recover_limit,
+            job_timeout=job_timeout,
+            burst=burst,
+            before=before,
+            after=after,
+            on_failure=on_failure,
+            on_retry=on_retry,
+        )
         self._stopping = threading.Event()
 
     def stop(self) -> None:
-        """Ask :meth:`run` to return after the current batch (nothing more is claimed); an
-        idle worker is woken at once. A stopped worker stays stopped."""
+        """Ask :meth:`run` to return once each loop finished its current job (the unstarted
+        rest of its batch is handed back, nothing more is claimed); idle loops are woken at
+        once. A stopped worker stays stopped."""
         self._stopping.set()
-        try:
-            self.queue.interrupt(self._interrupts[0])
-        except TRANSIENT as exc:
-            self._warn(exc, "could not wake the worker to stop it")
+        for key in self._interrupts:
+            try:
+                self.queue.interrupt(key)
+            except TRANSIENT as exc:
+                self._warn(exc, "could not wake the worker to stop it")
 
-    def run(self, *, max_jobs: int | None = None) -> int:
-        """Process jobs until :meth:`stop` is called or ``max_jobs`` jobs were handled;
-        returns the number of jobs handled (jobs skipped as lost are not counted)."""
-        tally = self._tally(max_jobs)
-        self._drive(self._looping(tally, heartbeat(), self._interrupts[0]))
+    def run(self, *, max_jobs: int | None = None, install_signals: bool = False) -> int:
+        """Process jobs until :meth:`stop` is called, ``max_jobs`` jobs were handled (by all
+        loops together) or, in ``burst`` mode, the queue is empty; returns the number of jobs
+        handled (jobs skipped as lost or handed back are not counted). ``install_signals``
+        (main thread only): SIGTERM and SIGINT call :meth:`stop`, and the previous handlers
+        are back at once, so a second signal acts as it would have (SIGINT raises
+        KeyboardInterrupt, SIGTERM ends the process); restored when run returns."""
+        tally = self._tally(max_jobs, threading.Lock())
+        with self._signals(install_signals):
+            if self.concurrency == 1:
+                self._drive(self._looping(tally, heartbeat(), self._interrupts[0]))
+            else:
+                self._run_threads(tally)
         return tally.handled
+
+    @contextlib.contextmanager
+    def _signals(self, install: bool) -> Iterator[None]:
+        if not install:
+            yield
+            return
+        previous = {sig: signal.getsignal(sig) for sig in SIGNALS}
+
+        def graceful(signum: int, frame: FrameType | None) -> None:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+            self._stopping.set()  # the interrupts are sent from a thread: never I/O in a handler
+            threading.Thread(target=self.stop, name="fastlock-stop", daemon=True).start()
+
+        for sig in SIGNALS:
+            signal.signal(sig, graceful)
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def _run_threads(self, tally: Tally) -> None:
+        """Each loop in its thread; the first error of one stops the others and is raised."""
+        errors: list[BaseException] = []
+
+        def loop(key: str) -> None:
+            try:
+                self._drive(self._looping(tally, heartbeat(), key))
+            except BaseException as exc:  # noqa: BLE001 - raised by run() once every loop returned
+                errors.append(exc)
+                self.stop()
+
+        threads = [
+            threading.Thread(target=loop, args=(key,), name=f"fastlock-worker-{i}", daemon=True)
+            for i, key in enumerate(self._interrupts)
+        ]
+        for thread in threads:
+            thread.start()
+        try:
+            for thread in threads:
+                thread.join()
+        except BaseException:
+            self.stop()
+            raise
+        if errors:
+            raise errors[0]
 
     def _drive(self, plan: Plan) -> None:
         """Run the plan: each act's result sent in, its ``Exception`` thrown in; anything
@@ -157,7 +252,37 @@ class Worker(WorkerBase[Queue]):
 
     def _perform(self, act: Act) -> Any:
         if act.name == "handle":
-            return self.handler(*act.args)
+            timeout = act.kwargs["timeout"] if act.kwargs else None
+            return (
+                self.handler(*act.args)
+                if timeout is None
+                else _call_within(self.handler, act.args[0], timeout)
+            )
+        if act.name == "call":
+            return act.args[0](*act.args[1:])
         if act.name == "pause":
             return self._stopping.wait(*act.args)
         return getattr(self.queue, act.name)(*act.args, **(act.kwargs or {}))
+
+
+def _call_within(handler: Callable[[Job], object], job: Job, timeout: float) -> object:
+    """``handler(job)`` in a daemon thread, waited for ``timeout`` seconds: its result or
+    exception, or :class:`JobTimeout` (the thread is left to finish on its own)."""
+    outcome: list[tuple[bool, Any]] = []
+    finished = threading.Event()
+
+    def target() -> None:
+        try:
+            outcome.append((True, handler(job)))
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting loop
+            outcome.append((False, exc))
+        finally:
+            finished.set()
+
+    threading.Thread(target=target, name=f"fastlock-job-{job.id}", daemon=True).start()
+    if not finished.wait(timeout):
+        raise JobTimeout(f"job {job.id} ran past its {timeout} s timeout (its handler was abandoned)")
+    ok, value = outcome[0]
+    if ok:
+        return value
+    raise value
