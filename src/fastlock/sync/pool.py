@@ -114,11 +114,18 @@ class ConnectionPool:
         except IndexError:
             return self._get_slow()
         interval = self.health_check_interval
-        if interval is not None and (now or monotonic()) - conn.last_used >= interval and not _alive(conn):
-            conn.close()
-            self.put(conn)
-            return self.get()
+        if interval is not None and (now or monotonic()) - conn.last_used >= interval:
+            return self._revive(conn)
         return conn
+
+    def _revive(self, conn: CoreConnection) -> CoreConnection:
+        """``conn`` if it is still alive (idle past the health-check interval), else a
+        replacement (``conn`` is closed)."""
+        if _alive(conn):
+            return conn
+        conn.close()
+        self.put(conn)
+        return self.get()
 
     def _get_slow(self) -> CoreConnection:
         if self._closed:
