@@ -52,6 +52,6 @@ class ScriptCaller:
     def __init__(
         self, pool: Any, failed: Callable[..., Any], record: Callable[..., Any], fold_at: int
     ) -> None: ...
-    def __call__(
+    def call(
         self, script: Any, keys: Any, args: Any, settings: Any, busy_timeout: float | None
     ) -> Any: ...

@@ -17,28 +17,30 @@ cdef class ScriptCaller:
     result; ``record(script, settings, seconds)`` records when the stats fold or the debug
     log is on (``fold_at`` durations pending), otherwise the duration is appended here.
 
-    The pool's own methods do the rare parts: opening or waiting (the pool is empty), the
+    ``call`` is the fast path. The pool's own methods do the rare parts: opening or waiting (the pool is empty), the
     health check of an idle connection, closing a broken or pre-fork connection.
     """
 
     cdef object _pool
+    cdef object _idle
     cdef object _failed
     cdef object _record
     cdef Py_ssize_t _fold_at
 
     def __init__(self, pool, failed, record, Py_ssize_t fold_at):
         self._pool = pool
+        self._idle = pool.idle_connections
         self._failed = failed
         self._record = record
         self._fold_at = fold_at
 
-    def __call__(self, script, keys, args, settings, busy_timeout):
+    def call(self, script, keys, args, settings, busy_timeout):
         cdef double start = _monotonic()
         cdef Connection conn
         cdef list durations
         pool = self._pool
         try:
-            conn = <Connection?>pool._idle.pop()
+            conn = <Connection?>self._idle.pop()
         except IndexError:
             conn = <Connection?>pool.get(start)
         else:
@@ -53,7 +55,7 @@ cdef class ScriptCaller:
             if conn.broken or pool._closed or conn.generation != pool._generation:
                 pool.put(conn)
             else:
-                pool._idle.append(conn)
+                self._idle.append(conn)
                 if pool._waiters:
                     pool._wakeups.put(None)
         seconds = _monotonic() - start

@@ -142,15 +142,16 @@ class ScriptCaller:
 
     def __init__(self, pool: Any, failed: Callable[..., Any], record: Callable[..., Any], fold_at: int) -> None:
         self._pool = pool
+        self._idle = pool.idle_connections
         self._failed = failed
         self._record = record
         self._fold_at = fold_at
 
-    def __call__(self, script: Any, keys: Any, args: Any, settings: Any, busy_timeout: float | None) -> Any:
+    def call(self, script: Any, keys: Any, args: Any, settings: Any, busy_timeout: float | None) -> Any:
         start = monotonic()
         pool = self._pool
         try:
-            conn = pool._idle.pop()
+            conn = self._idle.pop()
         except IndexError:
             conn = pool.get(start)
         else:
@@ -165,7 +166,7 @@ class ScriptCaller:
             if conn.broken or pool._closed or conn.generation != pool._generation:
                 pool.put(conn)
             else:
-                pool._idle.append(conn)
+                self._idle.append(conn)
                 if pool._waiters:
                     pool._wakeups.put(None)
         seconds = monotonic() - start

@@ -70,7 +70,10 @@ class ConnectionPool:
         _POOLS.add(self)
 
     def _reset(self) -> None:
-        self._idle: deque[CoreConnection] = deque()
+        # One deque for the pool's life (the core's ScriptCaller holds it): emptied, not
+        # replaced, after a fork (the parent's connections are dropped, never used).
+        self._idle: deque[CoreConnection] = getattr(self, "_idle", deque())
+        self._idle.clear()
         # The slots taken: weak references (without callbacks, which an interrupt could
         # stop) to the open connections and to the _Opening tokens of those being opened.
         self._taken: set[weakref.ref[CoreConnection | _Opening]] = set()
@@ -98,6 +101,12 @@ class ConnectionPool:
         """Writes sent by this pool's connections: idle ones and closed ones (in-use ones
         are counted when they come back)."""
         return self._retired_round_trips + sum(int(conn.round_trips) for conn in list(self._idle))
+
+    @property
+    def idle_connections(self) -> deque[CoreConnection]:
+        """The idle connections (the same deque for the pool's life); the hot path pops one
+        and appends it back, as :meth:`get` and :meth:`put` do."""
+        return self._idle
 
     @property
     def idle(self) -> int:
