@@ -1,0 +1,204 @@
+"""The same-bytes floor: a lifecycle's exact bytes replayed from C and from a raw Python
+socket loop, the limit a client of that lifecycle can reach on this server.
+
+:func:`record` runs a workload on a client whose one connection goes through a recording
+unix-socket relay and keeps what the client wrote, write by write (a write is one round
+trip; its commands are counted, one reply each). Replays (:func:`replay_c`, compiled here
+with gcc from ``replay.c``; :func:`replay_python`) connect to the server, ``SELECT`` a
+spare database and ``FLUSHDB`` it, send the untimed prefix (set-up and warm-up) and time
+the recorded operations: the same scripts, keys, job ids and digests, so the server does
+the same Lua work as for fastlock. Each recorded operation had its own ids, so one
+replay runs each lifecycle once on a clean database.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import struct
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..sync.client import Client
+
+__all__ = ["Recording", "build_replay", "record", "replay_c", "replay_python"]
+
+REPLAY_DB = 9
+"""The database the replays flush and use (the measured workloads use database 0)."""
+
+
+@dataclass
+class Recording:
+    """The writes of one client: ``(commands, bytes)`` each, the first ``prefix`` untimed;
+    ``ops`` operations in the timed ones."""
+
+    writes: list[tuple[int, bytes]]
+    prefix: int
+    ops: int
+
+    def save(self, path: Path) -> None:
+        """The file ``replay.c`` reads: u32 prefix, then per write u32 commands, u32 length, bytes."""
+        with path.open("wb") as out:
+            out.write(struct.pack("=I", self.prefix))
+            for commands, data in self.writes:
+                out.write(struct.pack("=II", commands, len(data)) + data)
+
+
+def _commands(data: bytes) -> tuple[int, int]:
+    """Complete RESP arrays of bulk strings at the start of ``data``: (count, bytes used)."""
+    count = pos = 0
+    while pos < len(data):
+        start, eol = pos, data.find(b"\r\n", pos)
+        if eol < 0:
+            break
+        pos = eol + 2
+        for _ in range(int(data[start + 1 : eol])):
+            eol = data.find(b"\r\n", pos)
+            if eol < 0:
+                return count, start
+            pos = eol + 2 + int(data[pos + 1 : eol]) + 2
+            if pos > len(data):
+                return count, start
+        count += 1
+        used = pos
+    return count, used if count else 0
+
+
+class _Relay:
+    """A unix-socket relay to ``upstream`` (a connected socket factory) for one client
+    connection, recording the client's writes as whole commands."""
+
+    def __init__(self, directory: str, upstream: Callable[[], socket.socket]) -> None:
+        self.path = os.path.join(directory, "relay.sock")
+        self.writes: list[tuple[int, bytes]] = []
+        self._upstream = upstream
+        self._listener = socket.socket(socket.AF_UNIX)
+        self._listener.bind(self.path)
+        self._listener.listen(1)
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        client, _ = self._listener.accept()
+        server = self._upstream()
+        threading.Thread(target=self._pump, args=(server, client), daemon=True).start()
+        pending = b""
+        while chunk := client.recv(1 << 20):
+            pending += chunk
+            count, used = _commands(pending)
+            if count:
+                self.writes.append((count, pending[:used]))
+                pending = pending[used:]
+            server.sendall(chunk)
+        server.close()
+
+    @staticmethod
+    def _pump(source: socket.socket, sink: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while chunk := source.recv(1 << 20):
+                sink.sendall(chunk)
+        sink.close()
+
+
+def _connector(url: str) -> tuple[Callable[[], socket.socket], str]:
+    """A socket factory for ``url`` (unix or plain TCP, no auth) and the replay's target."""
+    if url.startswith("unix://"):
+        path = url.removeprefix("unix://").split("?")[0]
+
+        def unix() -> socket.socket:
+            sock = socket.socket(socket.AF_UNIX)
+            sock.connect(path)
+            return sock
+
+        return unix, path
+    host, _, port = url.split("://", 1)[1].split("/")[0].rpartition(":")
+    address = (host.rpartition("@")[2] or "127.0.0.1", int(port or 6379))
+    return lambda: socket.create_connection(address), f"{address[0]}:{address[1]}"
+
+
+def record(url: str, setup: Callable[[Client], Callable[[], object]], ops: int, warmup: int = 10) -> Recording:
+    """Run ``setup(client)`` and ``warmup`` + ``ops`` operations on one connection, recorded."""
+    from ..sync.client import Client
+
+    connect, _ = _connector(url)
+    with tempfile.TemporaryDirectory(prefix="fastlock-floor-") as tmp:
+        relay = _Relay(tmp, connect)
+        with Client(f"unix://{relay.path}", max_connections=1) as client:
+            op = setup(client)
+            for _ in range(warmup):
+                op()
+            client.execute("PING")  # the boundary: everything up to here is the prefix
+            prefix = len(relay.writes)
+            for _ in range(ops):
+                op()
+            client.execute("PING")
+            deadline = time.monotonic() + 5
+            while len(relay.writes) < prefix + ops and time.monotonic() < deadline:
+                time.sleep(0.001)
+            writes = relay.writes[: -1 if relay.writes[-1][1].endswith(b"PING\r\n") else None]
+    return Recording(writes, prefix, ops)
+
+
+def build_replay(directory: str) -> str | None:
+    """Compile ``replay.c`` into ``directory``; ``None`` without gcc."""
+    if shutil.which("gcc") is None:
+        return None
+    binary = os.path.join(directory, "replay")
+    source = files("fastlock.tools").joinpath("replay.c")
+    with source.open("rb") as src, open(binary + ".c", "wb") as dst:
+        dst.write(src.read())
+    subprocess.run(["gcc", "-O2", "-o", binary, binary + ".c"], check=True, capture_output=True)
+    return binary
+
+
+def replay_c(binary: str, url: str, recording_file: Path, cpu: int | None = None) -> float:
+    """Seconds the C replay took for the timed writes."""
+    command = [binary, _connector(url)[1], str(recording_file), str(REPLAY_DB)]
+    if cpu is not None and shutil.which("taskset"):
+        command = ["taskset", "-c", str(cpu), *command]
+    out = subprocess.run(command, capture_output=True, text=True, check=True, timeout=300).stdout
+    return int(out.strip()) / 1e9
+
+
+def replay_python(url: str, recording: Recording) -> float:
+    """Seconds a raw Python socket + ``hiredis.Reader`` loop took for the timed writes."""
+    import hiredis
+
+    sock = _connector(url)[0]()
+    reader, buf = hiredis.Reader(), bytearray(1 << 20)
+    select = f"*2\r\n$6\r\nSELECT\r\n$1\r\n{REPLAY_DB}\r\n*1\r\n$7\r\nFLUSHDB\r\n".encode()
+
+    def roundtrip(commands: int, data: bytes) -> None:
+        sock.sendall(data)
+        while commands:
+            reply = reader.gets()
+            while reply is False:
+                reader.feed(buf, 0, sock.recv_into(buf))
+                reply = reader.gets()
+            commands -= 1
+
+    with sock:
+        roundtrip(2, select)
+        for commands, data in recording.writes[: recording.prefix]:
+            roundtrip(commands, data)
+        timed = recording.writes[recording.prefix :]
+        started = time.perf_counter()
+        for commands, data in timed:
+            roundtrip(commands, data)
+        return time.perf_counter() - started
+
+
+@contextlib.contextmanager
+def replay_binary() -> Iterator[str | None]:
+    """The compiled C replay in a temporary folder (``None`` without gcc)."""
+    with tempfile.TemporaryDirectory(prefix="fastlock-replay-") as tmp:
+        yield build_replay(tmp)
