@@ -49,9 +49,7 @@ class CoreScriptCaller(Protocol):
     def __init__(
         self, pool: Any, failed: Callable[..., Any], record: Callable[..., Any], fold_at: int
     ) -> None: ...
-    def call(
-        self, script: Any, keys: Any, args: Any, settings: Any, busy_timeout: float | None
-    ) -> Any: ...
+    def call(self, script: Any, keys: Any, args: Any, settings: Any, busy_timeout: float | None) -> Any: ...
 
 
 class Core(Protocol):

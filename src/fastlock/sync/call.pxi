@@ -17,8 +17,9 @@ cdef class ScriptCaller:
     result; ``record(script, settings, seconds)`` records when the stats fold or the debug
     log is on (``fold_at`` durations pending), otherwise the duration is appended here.
 
-    ``call`` is the fast path. The pool's own methods do the rare parts: opening or waiting (the pool is empty), the
-    health check of an idle connection, closing a broken or pre-fork connection.
+    ``call`` is the fast path. The pool's own methods do the rare parts: opening or
+    waiting (the pool is empty), the health check of an idle connection, closing a broken
+    or pre-fork connection.
     """
 
     cdef object _pool

@@ -103,7 +103,9 @@ class Client(ScriptSettingsAccess):
             timeout=pool_timeout,
             health_check_interval=health_check_interval,
         )
-        self._call = self._core.ScriptCaller(self._pool, self._script_failed, record_call, ScriptStats.FOLD_AT).call
+        self._call = self._core.ScriptCaller(
+            self._pool, self._script_failed, record_call, ScriptStats.FOLD_AT
+        ).call
 
     @classmethod
     def from_redis(cls, redis_client: Any, **kwargs: Any) -> Client:

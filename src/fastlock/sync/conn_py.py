@@ -140,7 +140,9 @@ class ScriptCaller:
     """The twin of the Cython core's ``ScriptCaller`` (``sync/call.pxi``): runs a script on
     a connection of ``pool`` and records the call's duration, in the same steps."""
 
-    def __init__(self, pool: Any, failed: Callable[..., Any], record: Callable[..., Any], fold_at: int) -> None:
+    def __init__(
+        self, pool: Any, failed: Callable[..., Any], record: Callable[..., Any], fold_at: int
+    ) -> None:
         self._pool = pool
         self._idle = pool.idle_connections
         self._failed = failed

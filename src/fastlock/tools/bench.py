@@ -15,9 +15,11 @@ import resource
 import shutil
 import statistics
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..testing.costs import measure_cost
@@ -96,6 +98,10 @@ class Figures:
     user_us_per_op: float
     commands_per_op: float | None = None
     round_trips_per_op: float | None = None
+    vs_same_bytes_c: float | None = None
+    """Median per-round ratio of ops/s to the same bytes replayed from C (:mod:`.floor`)."""
+    vs_same_bytes_python: float | None = None
+    """The same, to a raw Python socket loop replaying them."""
 
     def as_dict(self) -> dict[str, Any]:
         return {key: value for key, value in asdict(self).items() if value is not None}
@@ -233,9 +239,13 @@ def run_workloads(
     rounds: int = 5,
     scale: float = 1.0,
     progress: Callable[[int, int, str], None] | None = None,
+    replay: str | None = None,
+    cpu: int | None = None,
 ) -> tuple[list[Figures], list[str]]:
     """Measure each workload on its own client; return the figures and the skipped ones
-    (with why). ``scale`` multiplies every workload's operation count."""
+    (with why). ``scale`` multiplies every workload's operation count. With ``replay`` (the
+    C replay of :func:`.floor.build_replay`, run pinned to ``cpu``), each fastlock workload
+    is also divided by its same-bytes floor, measured interleaved round by round."""
     from ..sync.client import Client
 
     results: list[Figures] = []
@@ -250,14 +260,67 @@ def run_workloads(
                 skipped.append(f"{workload.name}: {exc}")
                 continue
             ops = max(1, int(workload.ops * scale))
-            results.append(
-                time_loop(
-                    workload.name, op, ops=ops, rounds=rounds, cost=client if workload.counted else None
-                )
+            same_bytes = _SameBytes(url, workload, ops, replay, cpu) if replay and workload.counted else None
+            figures = time_loop(
+                workload.name,
+                op,
+                ops=ops,
+                rounds=rounds,
+                cost=client if workload.counted else None,
+                on_round=None if same_bytes is None else same_bytes.rounds(rounds),
             )
+            if same_bytes is not None:
+                figures.vs_same_bytes_c, figures.vs_same_bytes_python = same_bytes.ratios()
+            results.append(figures)
     if progress is not None:
         progress(len(workloads), len(workloads), "done")
     return results, skipped
+
+
+class _SameBytes:
+    """A workload's same-bytes floor (:mod:`.floor`): recorded once, replayed from C and
+    from Python in every round, in alternating order with the workload's own round."""
+
+    def __init__(self, url: str, workload: Workload, ops: int, replay: str, cpu: int | None) -> None:
+        from . import floor
+
+        self._floor, self._url, self._replay, self._cpu = floor, url, replay, cpu
+        self._recording = floor.record(url, workload.setup, ops)
+        self._file = tempfile.NamedTemporaryFile(prefix="fastlock-recording-", delete=False)  # noqa: SIM115
+        self._file.close()
+        self._recording.save(Path(self._file.name))
+        self._c: list[float] = []
+        self._python: list[float] = []
+        self._own: list[float] = []
+
+    def rounds(self, count: int) -> Callable[[Callable[[], None]], None]:
+        def drive(one_round: Callable[[], None]) -> None:
+            try:
+                for i in range(count):
+                    steps = [lambda: self._time(one_round), self._replay_c, self._replay_python]
+                    for step in steps if i % 2 == 0 else steps[::-1]:
+                        step()
+            finally:
+                os.unlink(self._file.name)
+
+        return drive
+
+    def _time(self, one_round: Callable[[], None]) -> None:
+        started = time.perf_counter()
+        one_round()
+        self._own.append(time.perf_counter() - started)
+
+    def _replay_c(self) -> None:
+        self._c.append(self._floor.replay_c(self._replay, self._url, Path(self._file.name), self._cpu))
+
+    def _replay_python(self) -> None:
+        self._python.append(self._floor.replay_python(self._url, self._recording))
+
+    def ratios(self) -> tuple[float, float]:
+        """Median per-round ratios of the workload's ops/s to the C and Python replays'."""
+        c = statistics.median(floor / own for floor, own in zip(self._c, self._own, strict=True))
+        py = statistics.median(floor / own for floor, own in zip(self._python, self._own, strict=True))
+        return c, py
 
 
 def _versus_floor(f: Figures, floor: Figures | None) -> str:
@@ -269,12 +332,14 @@ def _versus_floor(f: Figures, floor: Figures | None) -> str:
 
 def render_table(figures: Sequence[Figures], workloads: Sequence[Workload], floor: Figures | None) -> str:
     """A Markdown table: ops/s, client CPU, commands and round trips per operation, the
-    ops/s ratio to redis-py doing the same job, and round trips/s as a ratio to the C floor."""
+    ops/s ratio to redis-py doing the same job, round trips/s as a ratio to the C floor
+    (a trivial script) and ops/s as a ratio to the same bytes replayed from C and Python."""
     by_name = {f.name: f for f in figures}
     versus = {w.name: w.versus for w in workloads}
     rows = [
-        "| operation | ops/s | client CPU µs/op | commands/op | round trips/op | vs redis-py | vs C floor |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| operation | ops/s | client CPU µs/op | commands/op | round trips/op | vs redis-py | vs C floor "
+        "| vs same bytes: C | vs same bytes: Python |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for f in [*figures, *([floor] if floor else [])]:
         other = by_name.get(versus.get(f.name) or "")
@@ -286,6 +351,8 @@ def render_table(figures: Sequence[Figures], workloads: Sequence[Workload], floo
             "" if f.round_trips_per_op is None else f"{f.round_trips_per_op:.2f}",
             f"{f.ops_per_s / other.ops_per_s:.2f}x" if other else "",
             _versus_floor(f, floor),
+            "" if f.vs_same_bytes_c is None else f"{f.vs_same_bytes_c:.2f}x",
+            "" if f.vs_same_bytes_python is None else f"{f.vs_same_bytes_python:.2f}x",
         ]
         rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows)

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ..sync.client import Client
@@ -125,7 +125,9 @@ def _connector(url: str) -> tuple[Callable[[], socket.socket], str]:
     return lambda: socket.create_connection(address), f"{address[0]}:{address[1]}"
 
 
-def record(url: str, setup: Callable[[Client], Callable[[], object]], ops: int, warmup: int = 10) -> Recording:
+def record(
+    url: str, setup: Callable[[Client], Callable[[], object]], ops: int, warmup: int = 10
+) -> Recording:
     """Run ``setup(client)`` and ``warmup`` + ``ops`` operations on one connection, recorded."""
     from ..sync.client import Client
 
@@ -175,6 +177,7 @@ def replay_python(url: str, recording: Recording) -> float:
 
     sock = _connector(url)[0]()
     reader, buf = hiredis.Reader(), bytearray(1 << 20)
+    feed: Any = reader.feed  # hiredis takes a bytearray with offset and length
     select = f"*2\r\n$6\r\nSELECT\r\n$1\r\n{REPLAY_DB}\r\n*1\r\n$7\r\nFLUSHDB\r\n".encode()
 
     def roundtrip(commands: int, data: bytes) -> None:
@@ -182,7 +185,7 @@ def replay_python(url: str, recording: Recording) -> float:
         while commands:
             reply = reader.gets()
             while reply is False:
-                reader.feed(buf, 0, sock.recv_into(buf))
+                feed(buf, 0, sock.recv_into(buf))
                 reply = reader.gets()
             commands -= 1
 
