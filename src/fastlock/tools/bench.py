@@ -38,6 +38,7 @@ __all__ = [
     "c_floor_command",
     "Workload",
     "pin",
+    "SameBytes",
     "render_table",
     "run_c_floor",
     "run_workloads",
@@ -260,16 +261,12 @@ def run_workloads(
                 skipped.append(f"{workload.name}: {exc}")
                 continue
             ops = max(1, int(workload.ops * scale))
-            same_bytes = _SameBytes(url, workload, ops, replay, cpu) if replay and workload.counted else None
-            figures = time_loop(
-                workload.name,
-                op,
-                ops=ops,
-                rounds=rounds,
-                cost=client if workload.counted else None,
-                on_round=None if same_bytes is None else same_bytes.rounds(rounds),
-            )
-            if same_bytes is not None:
+            cost = client if workload.counted else None
+            if replay is None or not workload.counted:
+                results.append(time_loop(workload.name, op, ops=ops, rounds=rounds, cost=cost))
+                continue
+            with SameBytes(url, workload.setup, ops, replay, cpu) as same_bytes:
+                figures = time_loop(workload.name, op, ops=ops, cost=cost, on_round=same_bytes.rounds(rounds))
                 figures.vs_same_bytes_c, figures.vs_same_bytes_python = same_bytes.ratios()
             results.append(figures)
     if progress is not None:
@@ -277,44 +274,63 @@ def run_workloads(
     return results, skipped
 
 
-class _SameBytes:
-    """A workload's same-bytes floor (:mod:`.floor`): recorded once, replayed from C and
-    from Python in every round, in alternating order with the workload's own round."""
+class SameBytes:
+    """A workload's same-bytes floor (:mod:`.floor`): ``setup`` recorded once on its own
+    client, then replayed from C (``replay``, pinned to ``cpu``) and from Python once per
+    round of the workload's own, so that the ratios are per round (:meth:`ratios`). A
+    context manager (it holds the recording's file)."""
 
-    def __init__(self, url: str, workload: Workload, ops: int, replay: str, cpu: int | None) -> None:
+    def __init__(
+        self,
+        url: str,
+        setup: Callable[[Client], Callable[[], object]],
+        ops: int,
+        replay: str,
+        cpu: int | None,
+    ) -> None:
         from . import floor
 
         self._floor, self._url, self._replay, self._cpu = floor, url, replay, cpu
-        self._recording = floor.record(url, workload.setup, ops)
-        self._file = tempfile.NamedTemporaryFile(prefix="fastlock-recording-", delete=False)  # noqa: SIM115
-        self._file.close()
-        self._recording.save(Path(self._file.name))
+        self.recording = floor.record(url, setup, ops)
+        self._dir = tempfile.TemporaryDirectory(prefix="fastlock-recording-")
+        self._file = Path(self._dir.name) / "recording"
+        self.recording.save(self._file)
         self._c: list[float] = []
         self._python: list[float] = []
         self._own: list[float] = []
 
+    def __enter__(self) -> SameBytes:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._dir.cleanup()
+
+    def replays(self) -> None:
+        """Time one replay from C and one from Python."""
+        self._c.append(self._floor.replay_c(self._replay, self._url, self._file, self._cpu))
+        self._python.append(self._floor.replay_python(self._url, self.recording))
+
+    def timed(self, one_round: Callable[[], None]) -> Callable[[], None]:
+        """``one_round``, its duration recorded as the workload's side of the round."""
+
+        def run() -> None:
+            started = time.perf_counter()
+            one_round()
+            self._own.append(time.perf_counter() - started)
+
+        return run
+
     def rounds(self, count: int) -> Callable[[Callable[[], None]], None]:
+        """A driver for :func:`time_loop`: ``count`` rounds, replays after the workload's
+        round in even rounds and before it in odd ones."""
+
         def drive(one_round: Callable[[], None]) -> None:
-            try:
-                for i in range(count):
-                    steps = [lambda: self._time(one_round), self._replay_c, self._replay_python]
-                    for step in steps if i % 2 == 0 else steps[::-1]:
-                        step()
-            finally:
-                os.unlink(self._file.name)
+            own = self.timed(one_round)
+            for i in range(count):
+                for step in (own, self.replays) if i % 2 == 0 else (self.replays, own):
+                    step()
 
         return drive
-
-    def _time(self, one_round: Callable[[], None]) -> None:
-        started = time.perf_counter()
-        one_round()
-        self._own.append(time.perf_counter() - started)
-
-    def _replay_c(self) -> None:
-        self._c.append(self._floor.replay_c(self._replay, self._url, Path(self._file.name), self._cpu))
-
-    def _replay_python(self) -> None:
-        self._python.append(self._floor.replay_python(self._url, self._recording))
 
     def ratios(self) -> tuple[float, float]:
         """Median per-round ratios of the workload's ops/s to the C and Python replays'."""
@@ -324,8 +340,9 @@ class _SameBytes:
 
 
 def _versus_floor(f: Figures, floor: Figures | None) -> str:
-    """Round trips per second as a fraction of the C floor's (the machine's round-trip rate)."""
-    if floor is None or f is floor or f.round_trips_per_op is None:
+    """Round trips per second as a fraction of the C floor's (the machine's round-trip rate),
+    for a row without its own same-bytes floor (the trivial script's Lua work is not theirs)."""
+    if floor is None or f is floor or f.round_trips_per_op is None or f.vs_same_bytes_c is not None:
         return ""
     return f"{f.ops_per_s * f.round_trips_per_op / floor.ops_per_s:.2f}x"
 
@@ -337,7 +354,7 @@ def render_table(figures: Sequence[Figures], workloads: Sequence[Workload], floo
     by_name = {f.name: f for f in figures}
     versus = {w.name: w.versus for w in workloads}
     rows = [
-        "| operation | ops/s | client CPU µs/op | commands/op | round trips/op | vs redis-py | vs C floor "
+        "| operation | ops/s | client CPU µs/op | commands/op | round trips/op | vs redis-py | vs C floor (return 1) "
         "| vs same bytes: C | vs same bytes: Python |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
