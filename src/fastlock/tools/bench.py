@@ -354,8 +354,8 @@ def render_table(figures: Sequence[Figures], workloads: Sequence[Workload], floo
     by_name = {f.name: f for f in figures}
     versus = {w.name: w.versus for w in workloads}
     rows = [
-        "| operation | ops/s | client CPU µs/op | commands/op | round trips/op | vs redis-py | vs C floor (return 1) "
-        "| vs same bytes: C | vs same bytes: Python |",
+        "| operation | ops/s | client CPU µs/op | commands/op | round trips/op | vs redis-py "
+        "| vs C floor (return 1) | vs same bytes: C | vs same bytes: Python |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for f in [*figures, *([floor] if floor else [])]:
