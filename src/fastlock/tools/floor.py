@@ -85,28 +85,35 @@ class _Relay:
         self._listener = socket.socket(socket.AF_UNIX)
         self._listener.bind(self.path)
         self._listener.listen(1)
-        threading.Thread(target=self._serve, daemon=True).start()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def join(self) -> None:
+        """Wait until the client has closed its connection and everything is recorded."""
+        self._thread.join(10)
 
     def _serve(self) -> None:
-        client, _ = self._listener.accept()
-        server = self._upstream()
-        threading.Thread(target=self._pump, args=(server, client), daemon=True).start()
-        pending = b""
-        while chunk := client.recv(1 << 20):
-            pending += chunk
-            count, used = _commands(pending)
-            if count:
-                self.writes.append((count, pending[:used]))
-                pending = pending[used:]
-            server.sendall(chunk)
-        server.close()
+        with self._listener:
+            client, _ = self._listener.accept()
+        with client, self._upstream() as server:
+            pump = threading.Thread(target=self._pump, args=(server, client), daemon=True)
+            pump.start()
+            pending = b""
+            while chunk := client.recv(1 << 20):
+                pending += chunk
+                count, used = _commands(pending)
+                if count:
+                    self.writes.append((count, pending[:used]))
+                    pending = pending[used:]
+                server.sendall(chunk)
+            server.shutdown(socket.SHUT_WR)
+            pump.join(10)
 
     @staticmethod
     def _pump(source: socket.socket, sink: socket.socket) -> None:
         with contextlib.suppress(OSError):
             while chunk := source.recv(1 << 20):
                 sink.sendall(chunk)
-        sink.close()
 
 
 def _connector(url: str) -> tuple[Callable[[], socket.socket], str]:
@@ -138,16 +145,12 @@ def record(
             op = setup(client)
             for _ in range(warmup):
                 op()
-            client.execute("PING")  # the boundary: everything up to here is the prefix
+            client.execute("PING")  # the boundary: the writes before it are the prefix
             prefix = len(relay.writes)
             for _ in range(ops):
                 op()
-            client.execute("PING")
-            deadline = time.monotonic() + 5
-            while len(relay.writes) < prefix + ops and time.monotonic() < deadline:
-                time.sleep(0.001)
-            writes = relay.writes[: -1 if relay.writes[-1][1].endswith(b"PING\r\n") else None]
-    return Recording(writes, prefix, ops)
+        relay.join()
+    return Recording(relay.writes, prefix, ops)
 
 
 def build_replay(directory: str) -> str | None:
