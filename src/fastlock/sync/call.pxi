@@ -1,6 +1,7 @@
 # The fast path of ``Client.call`` (included by ``_core.pyx``): a connection from the pool,
-# EVALSHA on it, the connection back and the call's duration in the script's stats, without
-# a Python frame. The pure-Python twin is ``ScriptCaller`` in ``sync/conn_py.py``.
+# EVALSHA on it (its command name and sha encoded once per script), the connection back and
+# the call's duration in the script's stats, without a Python frame. The pure-Python twin
+# is ``ScriptCaller`` in ``sync/conn_py.py``.
 
 
 cdef inline double _monotonic():
@@ -27,6 +28,7 @@ cdef class ScriptCaller:
     cdef object _failed
     cdef object _record
     cdef Py_ssize_t _fold_at
+    cdef dict _heads  # sha -> its EVALSHA head, encoded once
 
     def __init__(self, pool, failed, record, Py_ssize_t fold_at):
         self._pool = pool
@@ -34,6 +36,7 @@ cdef class ScriptCaller:
         self._failed = failed
         self._record = record
         self._fold_at = fold_at
+        self._heads = {}
 
     def call(self, script, keys, args, settings, busy_timeout):
         cdef double start = _monotonic()
@@ -49,7 +52,11 @@ cdef class ScriptCaller:
             if interval is not None and start - conn.last_used >= <double>interval:
                 conn = <Connection?>pool._revive(conn)
         try:
-            result = conn._evalsha(script.sha, keys, args)
+            sha = script.sha
+            head = self._heads.get(sha)
+            if head is None:
+                head = self._heads[sha] = evalsha_head(sha)
+            result = conn._evalsha(sha, keys, args, <bytes>head)
         except BaseException as exc:  # recovered or re-raised by failed()
             result = self._failed(conn, exc, script, keys, args, start, busy_timeout)
         else:

@@ -175,10 +175,10 @@ cdef class Connection:
         """Run ``EVALSHA sha len(keys) *keys *args``; an error reply is raised."""
         return self._evalsha(sha, keys, args)
 
-    cdef object _evalsha(self, sha, keys, args):
+    cdef object _evalsha(self, sha, keys, args, bytes head=None):
         self._usable()
         try:
-            put_evalsha(&self._out, sha, keys, args)
+            put_evalsha(&self._out, sha, keys, args, head)
         except BaseException:
             self._out.len = 0
             raise
