@@ -6,9 +6,9 @@ unix-socket relay and keeps what the client wrote, write by write (a write is on
 trip; its commands are counted, one reply each). Replays (:func:`replay_c`, compiled here
 with gcc from ``replay.c``; :func:`replay_python`) connect to the server, ``SELECT`` a
 spare database and ``FLUSHDB`` it, send the untimed prefix (set-up and warm-up) and time
-the recorded operations: the same scripts, keys, job ids and digests, so the server does
-the same Lua work as for fastlock. Each recorded operation had its own ids, so one
-replay runs each lifecycle once on a clean database.
+the recorded operations: the same scripts, keys, job ids, digests and fencing tokens,
+from the same empty database the recording started from, so the server does the same Lua
+work as for fastlock (each replay runs each recorded lifecycle once).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["Recording", "build_replay", "record", "replay_c", "replay_python"]
 
 REPLAY_DB = 9
-"""The database the replays flush and use (the measured workloads use database 0)."""
+"""The database recordings and replays flush and use (the measured workloads use database 0)."""
 
 
 @dataclass
@@ -135,13 +135,23 @@ def _connector(url: str) -> tuple[Callable[[], socket.socket], str]:
 def record(
     url: str, setup: Callable[[Client], Callable[[], object]], ops: int, warmup: int = 10
 ) -> Recording:
-    """Run ``setup(client)`` and ``warmup`` + ``ops`` operations on one connection, recorded."""
+    """Run ``setup(client)`` and ``warmup`` + ``ops`` operations on one connection, recorded.
+
+    The recording starts from the state a replay starts from: database :data:`REPLAY_DB`
+    flushed, and every script the workload calls already loaded (every built-in one, then
+    a first, unrecorded run of set-up and warm-up there), so no NOSCRIPT recovery is
+    recorded (replayed, its second attempt would run the script twice)."""
     from ..sync.client import Client
 
     connect, _ = _connector(url)
+    with Client(url, db=REPLAY_DB, max_connections=1, warm_up=True) as loader:
+        op = setup(loader)
+        for _ in range(warmup):
+            op()
+        loader.execute("FLUSHDB")
     with tempfile.TemporaryDirectory(prefix="fastlock-floor-") as tmp:
         relay = _Relay(tmp, connect)
-        with Client(f"unix://{relay.path}", max_connections=1) as client:
+        with Client(f"unix://{relay.path}", db=REPLAY_DB, max_connections=1) as client:
             op = setup(client)
             for _ in range(warmup):
                 op()
@@ -150,6 +160,8 @@ def record(
             for _ in range(ops):
                 op()
         relay.join()
+    if any(b"SCRIPT" in data for _, data in relay.writes[prefix:]):
+        raise RuntimeError("a script was loaded during the recorded operations: warm up longer")
     return Recording(relay.writes, prefix, ops)
 
 
