@@ -195,8 +195,8 @@ cdef int put_command(Buf* b, tuple args, Py_ssize_t command) except -1:
     return 0
 
 
-cdef int put_evalsha(Buf* b, object sha, object keys, object args, bytes head=None) except -1:
-    """``EVALSHA sha len(keys) *keys *args``; ``head``, when given, is the command name and
+cdef int put_evalsha(Buf* b, object sha, object keys, object args, bytes head) except -1:
+    """``EVALSHA sha len(keys) *keys *args``; ``head``, when not None, is the command name and
     the sha already encoded (:func:`evalsha_head`), copied instead of ``sha``."""
     cdef Py_ssize_t i
     if type(keys) is not tuple and type(keys) is not list:
@@ -261,7 +261,7 @@ def encode_evalsha(sha, keys, args):
     cdef Buf b
     buf_init(&b, 256)
     try:
-        put_evalsha(&b, sha, keys, args)
+        put_evalsha(&b, sha, keys, args, None)
         return take(&b)
     finally:
         PyMem_Free(b.data)
