@@ -48,6 +48,7 @@ setup(
         "fastlock": ["py.typed", "*.pyi", "*.pyx"],
         "fastlock.protocol": ["*.pxi"],
         "fastlock.sync": ["*.pxi"],
+        "fastlock.tools": ["*.c"],
         **{name: ["*.lua"] for name in lua_packages},
     },
     include_package_data=False,

@@ -28,7 +28,17 @@ from gate import TRIES, PairResult, Side, measure_pair
 from fastlock import Client
 from fastlock.testing.costs import command_calls
 from fastlock.testing.servers import TempServer
-from fastlock.tools.bench import EVALSHA_SCRIPT, Figures, Timing, c_floor_command, pin, run_c_floor, time_loop
+from fastlock.tools.bench import (
+    EVALSHA_SCRIPT,
+    Figures,
+    SameBytes,
+    Timing,
+    c_floor_command,
+    pin,
+    run_c_floor,
+    time_loop,
+)
+from fastlock.tools.floor import build_replay
 
 REGIME = os.environ.get("FASTLOCK_BENCH_REGIME", "same")
 SERVER_CPU, CLIENT_CPU = (1, 1) if REGIME == "same" else (1, 0)
@@ -46,6 +56,15 @@ BASELINES = {
     "lock": "lock: redis-py Lock",
     "queue": "round trip: C floor",
 }
+INSTRUCTION_PATHS = {
+    "round trip: fastlock cython": "client.call: cython core (default)",
+    "lock: fastlock cython": "lock acquire + release",
+    "lock lifecycle: fastlock cython, until_executed": "lock lifecycle: until_executed",
+    "queue: cython, unbatched": "job: unbatched",
+    "queue: cython, batches of 100": "job: batches of 100",
+}
+"""Benchmarks whose client instructions per op the summary shows (this toolchain's budgets in
+budgets.toml, measured by bench/instructions.py)."""
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -73,11 +92,19 @@ def record(benchmark: Any, figures: Figures) -> Figures:
     return figures
 
 
+@pytest.fixture(scope="session")
+def replay(tmp_path_factory: Any) -> str | None:
+    """The same-bytes floor's C replay (``fastlock/tools/replay.c``), compiled for this session."""
+    return build_replay(str(tmp_path_factory.mktemp("replay")))
+
+
 @pytest.fixture
-def measure(benchmark: Any) -> Callable[..., Figures]:
-    """``measure(name, op, ops=N, rounds=5, cost=client, clients=[...])``: time ``rounds``
-    loops of ``ops`` calls of ``op`` under pytest-benchmark (GC off); with ``cost``, also
-    count server commands and round trips per op (``fastlock.testing.costs``)."""
+def measure(benchmark: Any, server_url: str, replay: str | None) -> Callable[..., Figures]:
+    """``measure(name, op, ops=N, rounds=5, cost=client, clients=[...], same_bytes=setup)``:
+    time ``rounds`` loops of ``ops`` calls of ``op`` under pytest-benchmark (GC off); with
+    ``cost``, also count server commands and round trips per op (``fastlock.testing.costs``);
+    with ``same_bytes`` (``setup(client)`` returning the same operation on a new client), also
+    its same-bytes floor, replayed from C and Python before each round (``SameBytes``)."""
 
     def run(
         name: str,
@@ -87,11 +114,21 @@ def measure(benchmark: Any) -> Callable[..., Figures]:
         rounds: int = 5,
         cost: Client | None = None,
         clients: Iterable[Client] = (),
+        same_bytes: Callable[[Client], Callable[[], object]] | None = None,
     ) -> Figures:
-        def drive(one_round: Callable[[], None]) -> None:
-            benchmark.pedantic(one_round, rounds=rounds, iterations=1)
+        if same_bytes is None or replay is None:
 
-        figures = time_loop(name, op, ops=ops, cost=cost, clients=clients, on_round=drive)
+            def drive(one_round: Callable[[], None]) -> None:
+                benchmark.pedantic(one_round, rounds=rounds, iterations=1)
+
+            return record(benchmark, time_loop(name, op, ops=ops, cost=cost, clients=clients, on_round=drive))
+        with SameBytes(server_url, same_bytes, ops, replay, CLIENT_CPU) as floor:
+
+            def drive_with_floor(one_round: Callable[[], None]) -> None:
+                benchmark.pedantic(floor.timed(one_round), setup=floor.replays, rounds=rounds, iterations=1)
+
+            figures = time_loop(name, op, ops=ops, cost=cost, clients=clients, on_round=drive_with_floor)
+            figures.vs_same_bytes_c, figures.vs_same_bytes_python = floor.ratios()
         return record(benchmark, figures)
 
     return run
@@ -160,17 +197,30 @@ def floor(server_url: str) -> FloorRun:
     )
 
 
+def _instruction_budgets() -> dict[str, int]:
+    """This toolchain's instruction budgets (empty when it has none)."""
+    from instructions import toolchain
+
+    return dict(BUDGETS_TOML["instructions"]["budgets"].get(toolchain(), {}))
+
+
 def _figure_lines() -> Iterator[str]:
     """The summary table: every recorded figure, with its ops/s ratio to its group's
-    baseline (measured apart from it: for reading, not gating)."""
+    baseline (measured apart from it: for reading, not gating), to its same-bytes floor
+    (C and Python, per round) and the client instructions per op of this toolchain."""
+    budgets = _instruction_budgets()
     yield f"fastlock benchmarks (regime {REGIME}: client CPU {CLIENT_CPU}, server CPU {SERVER_CPU}; medians)"
     yield f"{'benchmark':48s} {'ops/s':>11s} {'CPU us/op':>10s} {'x ops/s':>8s}"
     for name, row in RESULTS.items():
         line = f"{name:48s} {row.ops_per_s:11,.0f} {row.cpu_us_per_op:10.3f}"
-        base = RESULTS.get(BASELINES.get(name.split(":")[0], ""))
+        base = None if row.vs_same_bytes_c is not None else RESULTS.get(BASELINES.get(name.split(":")[0], ""))
         line += f" {row.ops_per_s / base.ops_per_s:8.2f}" if base else " " * 9
+        if row.vs_same_bytes_c is not None and row.vs_same_bytes_python is not None:
+            line += f"  x same bytes: C {row.vs_same_bytes_c:.2f}, Python {row.vs_same_bytes_python:.2f}"
         if row.commands_per_op is not None and row.round_trips_per_op is not None:
             line += f"  commands/op {row.commands_per_op:.2f}, round trips/op {row.round_trips_per_op:.2f}"
+        if name in INSTRUCTION_PATHS and INSTRUCTION_PATHS[name] in budgets:
+            line += f"  instructions/op {budgets[INSTRUCTION_PATHS[name]]:,}"
         yield line
 
 

@@ -80,13 +80,48 @@ def round_tripper(server_url: str, client: str) -> tuple[Callable[[], Any], fast
     return raw_socket_hiredis(server_url.removeprefix("unix://")), None
 
 
+def _script_call(client: fastlock.Client) -> Callable[[], Any]:
+    script = client.register_script(SCRIPT)
+    return lambda: script(KEYS, ARGS)
+
+
 @pytest.mark.parametrize("client", CLIENTS)
 def test_evalsha_round_trip(measure: Callable[..., Figures], server_url: str, client: str) -> None:
     fn, fl = round_tripper(server_url, client)
     assert fn() == 1
-    figures = measure(f"round trip: {client}", fn, ops=ROUND_TRIP_OPS, cost=fl)
+    same_bytes = _script_call if client == "fastlock cython" else None
+    figures = measure(f"round trip: {client}", fn, ops=ROUND_TRIP_OPS, cost=fl, same_bytes=same_bytes)
     if fl is not None:
         assert (figures.commands_per_op, figures.round_trips_per_op) == (1, 1)
+
+
+PIPELINE = 64
+
+
+def _pipeline(client: fastlock.Client) -> Callable[[], Any]:
+    """``PIPELINE`` reference EVALSHAs in one ``Client.pipeline()`` write."""
+    sha = client.register_script(SCRIPT).sha
+    client.call(client.register_script(SCRIPT).name, KEYS, ARGS)  # loaded: EVALSHA finds it
+
+    def run() -> Any:
+        with client.pipeline() as pipe:
+            for _ in range(PIPELINE):
+                pipe.execute_command("EVALSHA", sha, len(KEYS), *KEYS, *ARGS)
+            return pipe.execute()
+
+    return run
+
+
+def test_pipeline(measure: Callable[..., Figures], server_url: str) -> None:
+    """``Client.pipeline()`` of 64 EVALSHAs per op, against the same bytes from C."""
+    _cython_core()
+    client = fastlock.Client(server_url)
+    run = _pipeline(client)
+    assert run() == [1] * PIPELINE
+    figures = measure(
+        f"pipeline: fastlock cython, {PIPELINE} EVALSHAs", run, ops=300, cost=client, same_bytes=_pipeline
+    )
+    assert (figures.commands_per_op, figures.round_trips_per_op) == (PIPELINE, 1)
 
 
 def test_c_floor(benchmark: Any, floor: FloorRun) -> None:

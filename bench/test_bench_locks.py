@@ -17,6 +17,8 @@ from conftest import BUDGETS_TOML
 from gate import PairResult, Side, loop_side
 
 import fastlock
+from fastlock.locks.types import LockType
+from fastlock.testing.costs import lifecycle
 from fastlock.tools.bench import Figures
 
 OPS, GATE_OPS = 3_000, 500
@@ -35,8 +37,12 @@ def _fastlock(server_url: str, locker: str) -> tuple[Callable[[], object], fastl
     if impl == "cython" and importlib.util.find_spec("fastlock._core") is None:
         pytest.skip("Cython core not built")
     client = fastlock.Client(server_url, impl=impl)
-    holder = client.lock("bench", ttl=30)
-    releaser = client.lock("bench", ttl=30) if "realistic" in locker else holder
+    return _acquire_release(client, locker), client
+
+
+def _acquire_release(client: fastlock.Client, locker: str, name: str = "bench") -> Callable[[], object]:
+    holder = client.lock(name, ttl=30)
+    releaser = client.lock(name, ttl=30) if "realistic" in locker else holder
     job = holder.job_id
 
     def op() -> None:
@@ -45,7 +51,7 @@ def _fastlock(server_url: str, locker: str) -> tuple[Callable[[], object], fastl
 
     token = holder.acquire(job)
     assert token is not None and releaser.release(job) == token  # the lock works before it is timed
-    return op, client
+    return op
 
 
 def _redis_py(server_url: str, locker: str) -> Callable[[], object]:
@@ -70,7 +76,10 @@ def _redis_py(server_url: str, locker: str) -> Callable[[], object]:
 def test_acquire_release(measure: Callable[..., Figures], server_url: str, locker: str) -> None:
     if locker.startswith("fastlock"):
         op, client = _fastlock(server_url, locker)
-        figures = measure(f"lock: {locker}", op, ops=OPS, cost=client)
+        same_bytes = (
+            None if "python" in locker else lambda other: _acquire_release(other, locker, "bench-floor")
+        )
+        figures = measure(f"lock: {locker}", op, ops=OPS, cost=client, same_bytes=same_bytes)
         expected = BUDGETS["until_executed"]
         assert (figures.commands_per_op, figures.round_trips_per_op) == (
             expected["commands"],
@@ -86,4 +95,26 @@ def test_gate_lock_vs_redis_py_lock(gate: Callable[[str, Side, Side], PairResult
         "lock_vs_redis_py_lock",
         loop_side("fastlock cython", op, GATE_OPS),
         loop_side("redis-py Lock", _redis_py(server_url, "redis-py Lock"), GATE_OPS),
+    )
+
+
+def test_lifecycle_until_executed(measure: Callable[..., Figures], server_url: str) -> None:
+    """The realistic until_executed lifecycle (a new digest per job, one Lock object enqueues
+    and another executes), against the same bytes from C."""
+    if importlib.util.find_spec("fastlock._core") is None:
+        pytest.skip("Cython core not built")
+    client = fastlock.Client(server_url)
+    run = lifecycle(client.locks, LockType.UNTIL_EXECUTED)
+    run()
+    figures = measure(
+        "lock lifecycle: fastlock cython, until_executed",
+        run,
+        ops=OPS // 2,
+        cost=client,
+        same_bytes=lambda other: lifecycle(other.locks, LockType.UNTIL_EXECUTED),
+    )
+    expected = BUDGETS["until_executed"]
+    assert (figures.commands_per_op, figures.round_trips_per_op) == (
+        expected["commands"],
+        expected["round_trips"],
     )

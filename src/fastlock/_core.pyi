@@ -2,7 +2,7 @@
 by ``tests/protocol/test_stubs.py``), and both satisfy :class:`fastlock._impl.Core`."""
 
 import socket
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, final
 
 __all__ = [
@@ -10,6 +10,7 @@ __all__ = [
     "NOT_ENOUGH",
     "Connection",
     "ReplyReader",
+    "ScriptCaller",
     "encode_command",
     "encode_evalsha",
     "encode_pipeline",
@@ -45,3 +46,10 @@ class Connection:
     def execute(self, args: tuple[Any, ...]) -> Any: ...
     def evalsha(self, sha: str | bytes, keys: Iterable[Any], args: Iterable[Any]) -> Any: ...
     def pipeline(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]: ...
+
+@final
+class ScriptCaller:
+    def __init__(
+        self, pool: Any, failed: Callable[..., Any], record: Callable[..., Any], fold_at: int
+    ) -> None: ...
+    def call(self, script: Any, keys: Any, args: Any, settings: Any, busy_timeout: float | None) -> Any: ...

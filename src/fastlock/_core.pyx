@@ -2,8 +2,9 @@
 # cython: autotestdict=False, auto_pickle=False
 """The Cython core, one extension built from its parts: ``protocol/writer.pxi`` (the RESP
 writer into one growable C buffer) and ``protocol/reader.pxi`` (the incremental reply
-reader), both sans I/O, and ``sync/conn.pxi`` (the blocking connection doing one ``send`` and one ``recv`` per
-command). Included, not imported, so calls between the parts are direct C calls.
+reader), both sans I/O; ``sync/conn.pxi`` (the blocking connection doing one ``send`` and
+one ``recv`` per command) and ``sync/call.pxi`` (the fast path of ``Client.call``: pool,
+EVALSHA, stats). Included, not imported, so calls between the parts are direct C calls.
 
 ``_core_py.py`` is the pure-Python twin with the same API and the same bytes.
 """
@@ -31,7 +32,8 @@ from .protocol.arguments import argument_type_error, argument_value_error, reply
 from .protocol.replies import response_error
 
 __all__ = [
-    "DEBUG", "NOT_ENOUGH", "Connection", "ReplyReader", "encode_command", "encode_evalsha", "encode_pipeline"
+    "DEBUG", "NOT_ENOUGH", "Connection", "ReplyReader", "ScriptCaller", "encode_command", "encode_evalsha",
+    "encode_pipeline",
 ]
 
 cdef extern from *:
@@ -67,3 +69,4 @@ cdef int invariant(bint holds, str what) except -1:
 include "protocol/writer.pxi"
 include "protocol/reader.pxi"
 include "sync/conn.pxi"
+include "sync/call.pxi"

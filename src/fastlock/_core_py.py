@@ -2,17 +2,19 @@
 
 It needs no compiler and no hiredis. Select it with ``FASTLOCK_IMPL=python`` (or
 ``Client(impl="python")``). Its parts: :mod:`fastlock.protocol.resp_py` (encoders and the
-reply reader) and :mod:`fastlock.sync.conn_py` (the connection).
+reply reader) and :mod:`fastlock.sync.conn_py` (the connection and the fast path of
+``Client.call``).
 """
 
 from .protocol.resp_py import NOT_ENOUGH, ReplyReader, encode_command, encode_evalsha, encode_pipeline
-from .sync.conn_py import Connection
+from .sync.conn_py import Connection, ScriptCaller
 
 __all__ = [
     "DEBUG",
     "NOT_ENOUGH",
     "Connection",
     "ReplyReader",
+    "ScriptCaller",
     "encode_command",
     "encode_evalsha",
     "encode_pipeline",

@@ -10,10 +10,10 @@ from __future__ import annotations
 import importlib
 import os
 import socket
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-__all__ = ["IMPLEMENTATIONS", "Core", "CoreConnection", "CoreReader", "load_core"]
+__all__ = ["IMPLEMENTATIONS", "Core", "CoreConnection", "CoreReader", "CoreScriptCaller", "load_core"]
 
 
 class CoreReader(Protocol):
@@ -43,6 +43,15 @@ class CoreConnection(Protocol):
     def pipeline(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]: ...
 
 
+class CoreScriptCaller(Protocol):
+    """The fast path of ``Client.call`` (``ScriptCaller``): pool, EVALSHA, stats."""
+
+    def __init__(
+        self, pool: Any, failed: Callable[..., Any], record: Callable[..., Any], fold_at: int
+    ) -> None: ...
+    def call(self, script: Any, keys: Any, args: Any, settings: Any, busy_timeout: float | None) -> Any: ...
+
+
 class Core(Protocol):
     """A core module: the encoders, the reader and the connection."""
 
@@ -54,6 +63,8 @@ class Core(Protocol):
     def Connection(self) -> type[CoreConnection]: ...
     @property
     def ReplyReader(self) -> type[CoreReader]: ...
+    @property
+    def ScriptCaller(self) -> type[CoreScriptCaller]: ...
     def encode_command(self, *args: Any) -> bytes: ...
     def encode_evalsha(self, sha: str | bytes, keys: Iterable[Any], args: Iterable[Any]) -> bytes: ...
     def encode_pipeline(self, commands: Iterable[tuple[Any, ...]]) -> bytes: ...
@@ -66,6 +77,7 @@ if TYPE_CHECKING:  # mypy checks both cores against the interface (a module's cl
     _CORES: tuple[Core, ...] = (_cython, _python)
     _CONNECTIONS: tuple[type[CoreConnection], ...] = (_cython.Connection, _python.Connection)
     _READERS: tuple[type[CoreReader], ...] = (_cython.ReplyReader, _python.ReplyReader)
+    _CALLERS: tuple[type[CoreScriptCaller], ...] = (_cython.ScriptCaller, _python.ScriptCaller)
 
 
 IMPLEMENTATIONS = {"cython": "fastlock._core", "python": "fastlock._core_py"}

@@ -150,7 +150,8 @@ class LockBase(Generic[R]):
         ttl_ms = 0 if ttl is None else duration_ms(ttl, "ttl")
         if kind is _UNTIL_EXPIRED and ttl is None:
             raise ArgumentError("an until_expired lock needs a ttl")
-        duration_ms(timeout, "timeout", minimum_ms=0)
+        if timeout.__class__ is not float or timeout != 0.0:  # the default 0.0 is valid: no call
+            duration_ms(timeout, "timeout", minimum_ms=0)
         if limit.__class__ is not int or not 1 <= limit <= MAX_LIMIT:  # (type is the lock type here)
             check_limit(limit)  # raises
         self.manager = manager

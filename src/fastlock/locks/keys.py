@@ -59,7 +59,7 @@ def check_prefix(prefix: str) -> str:
 class KeySpace:
     """The keys of a namespace with ``prefix`` spread over ``buckets`` (see the module docstring)."""
 
-    __slots__ = ("_tagged", "buckets", "prefix")
+    __slots__ = ("_bucket_keys", "_tagged", "buckets", "prefix")
 
     def __init__(self, prefix: str, buckets: int) -> None:
         if not 1 <= buckets <= 65536:
@@ -67,6 +67,8 @@ class KeySpace:
         self.prefix = check_prefix(prefix)
         self.buckets = buckets
         self._tagged = hash_tag(prefix.encode()) != prefix.encode()
+        # bucket -> (bucket prefix, index, counter, changelog): built once per bucket used
+        self._bucket_keys: dict[int, tuple[str, str, str, str]] = {}
 
     def bucket(self, digest: str) -> int:
         """The bucket of ``digest``: ``int(digest[:8], 16) % buckets``."""
@@ -77,17 +79,23 @@ class KeySpace:
 
     def bucket_keys(self, bucket: int) -> tuple[str, str, str]:
         """(index, fencing counter, changelog) keys of ``bucket``."""
-        prefix = self._bucket_prefix(bucket)
-        return f"{prefix}:idx", f"{prefix}:seq", f"{prefix}:log"
+        return self._keys_of(bucket)[1:]
+
+    def _keys_of(self, bucket: int) -> tuple[str, str, str, str]:
+        keys = self._bucket_keys.get(bucket)
+        if keys is None:
+            prefix = self._bucket_prefix(bucket)
+            keys = self._bucket_keys[bucket] = (prefix, f"{prefix}:idx", f"{prefix}:seq", f"{prefix}:log")
+        return keys
 
     def scope(self, digest: str, suffix: str, limit: int) -> Scope:
         """The keys of ``digest``'s queue-time (``suffix=""``) or runtime (:data:`RUNTIME`) scope."""
-        bucket = self.bucket(digest)
-        base = f"{self._bucket_prefix(bucket)}:{digest}{suffix}"
+        keys = self._keys_of(self.bucket(digest))
+        base = f"{keys[0]}:{digest}{suffix}"
         slots = [base]
         if limit > 1:
             slots += [f"{base}:{i}" for i in range(1, limit)]
-        return Scope(digest + suffix, self.bucket_keys(bucket), f"{base}:w", slots)
+        return Scope(digest + suffix, keys[1:], f"{base}:w", slots)
 
 
 @dataclass(frozen=True)

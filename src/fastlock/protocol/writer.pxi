@@ -195,22 +195,42 @@ cdef int put_command(Buf* b, tuple args, Py_ssize_t command) except -1:
     return 0
 
 
-cdef int put_evalsha(Buf* b, object sha, object keys, object args) except -1:
+cdef int put_evalsha(Buf* b, object sha, object keys, object args, bytes head) except -1:
+    """``EVALSHA sha len(keys) *keys *args``; ``head``, when not None, is the command name and
+    the sha already encoded (:func:`evalsha_head`), copied instead of ``sha``."""
     cdef Py_ssize_t i
     if type(keys) is not tuple and type(keys) is not list:
         keys = tuple(keys)
     if type(args) is not tuple and type(args) is not list:
         args = tuple(args)
-    cdef Py_ssize_t nk = len(keys), na = len(args)
+    cdef Py_ssize_t nk = len(keys), na = len(args), n
     put_header(b, b'*', 3 + nk + na)
-    put_bulk(b, b"EVALSHA", 7)
-    put_arg(b, sha, 0, 1, -1)
+    if head is None:
+        put_bulk(b, b"EVALSHA", 7)
+        put_arg(b, sha, 0, 1, -1)
+    else:
+        n = PyBytes_GET_SIZE(head)
+        buf_reserve(b, n)
+        memcpy(b.data + b.len, PyBytes_AS_STRING(head), n)
+        b.len += n
     put_integer(b, nk)
     for i in range(nk):
         put_arg(b, keys[i], 1, i, -1)
     for i in range(na):
         put_arg(b, args[i], 2, i, -1)
     return 0
+
+
+cdef bytes evalsha_head(object sha):
+    """The static part of a script's EVALSHA: the command name and ``sha``, encoded."""
+    cdef Buf b
+    buf_init(&b, 64)
+    try:
+        put_bulk(&b, b"EVALSHA", 7)
+        put_arg(&b, sha, 0, 1, -1)
+        return take(&b)
+    finally:
+        PyMem_Free(b.data)
 
 
 cdef int put_pipeline(Buf* b, object commands) except -1:
@@ -241,7 +261,7 @@ def encode_evalsha(sha, keys, args):
     cdef Buf b
     buf_init(&b, 256)
     try:
-        put_evalsha(&b, sha, keys, args)
+        put_evalsha(&b, sha, keys, args, None)
         return take(&b)
     finally:
         PyMem_Free(b.data)

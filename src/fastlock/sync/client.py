@@ -6,7 +6,8 @@ connection only when the failed attempt provably never left the client
 command was written, the error is raised: the server may have run it, and only the
 caller can know whether running it twice is safe.
 
-Scripts (:meth:`Client.call`) run by ``EVALSHA``, sent directly; an error reply goes to
+Scripts (:meth:`Client.call`) run by ``EVALSHA``, sent directly by the core's
+``ScriptCaller`` (pool, call and stats without a Python frame); an error reply goes to
 the recovery operation of :mod:`fastlock.scripts.calling` (NOSCRIPT reload, BUSY waits and
 kills, Lua error reports), which :meth:`Client.run` drives. Call metadata and includes:
 :mod:`fastlock.scripts.templates`.
@@ -43,7 +44,7 @@ from ..scripts.calling import (
     recover,
     register,
 )
-from ..scripts.registry import Script, ScriptRegistry
+from ..scripts.registry import Script, ScriptRegistry, ScriptStats
 from .connect import open_connection, set_io_timeout
 from .drive import drive
 from .pipeline import BoundScript, Pipeline
@@ -102,6 +103,9 @@ class Client(ScriptSettingsAccess):
             timeout=pool_timeout,
             health_check_interval=health_check_interval,
         )
+        self._call = self._core.ScriptCaller(
+            self._pool, self._script_failed, record_call, ScriptStats.FOLD_AT
+        ).call
 
     @classmethod
     def from_redis(cls, redis_client: Any, **kwargs: Any) -> Client:
@@ -232,17 +236,7 @@ class Client(ScriptSettingsAccess):
             if settings.server_version is None and "server_version" in script.meta:
                 self.run(read_server_version(settings))
             args = [*args, *meta_values(script, settings)]
-        pool = self._pool
-        start = monotonic()
-        conn = pool.get(start)
-        try:
-            result = self._evalsha(conn, script.sha, keys, args)
-        except BaseException as exc:  # noqa: BLE001 - recovered or re-raised by _script_failed
-            result = self._script_failed(conn, exc, script, keys, args, start, busy_timeout)
-        else:
-            pool.put(conn)
-        record_call(script, settings, monotonic() - start)
-        return result
+        return self._call(script, keys, args, settings, busy_timeout)
 
     def script(self, name: str) -> BoundScript:
         """Script ``name`` as a callable: ``client.script(name)(keys, args)``."""
@@ -269,8 +263,9 @@ class Client(ScriptSettingsAccess):
         start: float,
         busy_timeout: float | None,
     ) -> Any:
-        """Slow path of :meth:`call`: the connection policy of :meth:`_run`, then the recovery
-        operation (NOSCRIPT, BUSY, the rewritten error)."""
+        """Slow path of :meth:`call` (the core's ``ScriptCaller`` hands over a call that
+        raised): the connection policy of :meth:`_run`, then the recovery operation
+        (NOSCRIPT, BUSY, the rewritten error)."""
         settings = self.script_settings
         try:
             try:

@@ -173,9 +173,12 @@ cdef class Connection:
 
     def evalsha(self, sha, keys, args):
         """Run ``EVALSHA sha len(keys) *keys *args``; an error reply is raised."""
+        return self._evalsha(sha, keys, args, None)
+
+    cdef object _evalsha(self, sha, keys, args, bytes head):
         self._usable()
         try:
-            put_evalsha(&self._out, sha, keys, args)
+            put_evalsha(&self._out, sha, keys, args, head)
         except BaseException:
             self._out.len = 0
             raise

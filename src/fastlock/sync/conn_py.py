@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import builtins
 import socket
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from time import monotonic
 from typing import Any, final
 
 from ..exceptions import OUT_OF_STEP, ConnectionError, ProtocolError, ResponseError, TimeoutError
 from ..protocol.resp_py import NOT_ENOUGH, ReplyReader, put_command, put_evalsha, put_pipeline
 
-__all__ = ["Connection"]
+__all__ = ["Connection", "ScriptCaller"]
 
 _READ_SIZE = 65536
 _TIMEOUTS = (builtins.TimeoutError, BlockingIOError)
@@ -133,3 +133,48 @@ class Connection:
         replies = [self._read_reply() for _ in range(count)]
         self._check_drained()
         return replies
+
+
+@final
+class ScriptCaller:
+    """The twin of the Cython core's ``ScriptCaller`` (``sync/call.pxi``): runs a script on
+    a connection of ``pool`` and records the call's duration, in the same steps."""
+
+    def __init__(
+        self, pool: Any, failed: Callable[..., Any], record: Callable[..., Any], fold_at: int
+    ) -> None:
+        self._pool = pool
+        self._idle = pool.idle_connections
+        self._failed = failed
+        self._record = record
+        self._fold_at = fold_at
+
+    def call(self, script: Any, keys: Any, args: Any, settings: Any, busy_timeout: float | None) -> Any:
+        start = monotonic()
+        pool = self._pool
+        try:
+            conn = self._idle.pop()
+        except IndexError:
+            conn = pool.get(start)
+        else:
+            interval = pool.health_check_interval
+            if interval is not None and start - conn.last_used >= interval:
+                conn = pool._revive(conn)
+        try:
+            result = conn.evalsha(script.sha, keys, args)
+        except BaseException as exc:  # noqa: BLE001 - recovered or re-raised by failed()
+            result = self._failed(conn, exc, script, keys, args, start, busy_timeout)
+        else:
+            if conn.broken or pool._closed or conn.generation != pool._generation:
+                pool.put(conn)
+            else:
+                self._idle.append(conn)
+                if pool._waiters:
+                    pool._wakeups.put(None)
+        seconds = monotonic() - start
+        durations = script.stats.durations
+        if settings.debug or len(durations) + 1 >= self._fold_at:
+            self._record(script, settings, seconds)
+        else:
+            durations.append(seconds)
+        return result

@@ -70,7 +70,10 @@ class ConnectionPool:
         _POOLS.add(self)
 
     def _reset(self) -> None:
-        self._idle: deque[CoreConnection] = deque()
+        # One deque for the pool's life (the core's ScriptCaller holds it): emptied, not
+        # replaced, after a fork (the parent's connections are dropped, never used).
+        self._idle: deque[CoreConnection] = getattr(self, "_idle", deque())
+        self._idle.clear()
         # The slots taken: weak references (without callbacks, which an interrupt could
         # stop) to the open connections and to the _Opening tokens of those being opened.
         self._taken: set[weakref.ref[CoreConnection | _Opening]] = set()
@@ -100,6 +103,12 @@ class ConnectionPool:
         return self._retired_round_trips + sum(int(conn.round_trips) for conn in list(self._idle))
 
     @property
+    def idle_connections(self) -> deque[CoreConnection]:
+        """The idle connections (the same deque for the pool's life); the hot path pops one
+        and appends it back, as :meth:`get` and :meth:`put` do."""
+        return self._idle
+
+    @property
     def idle(self) -> int:
         """Connections waiting in the pool."""
         return len(self._idle)
@@ -114,11 +123,18 @@ class ConnectionPool:
         except IndexError:
             return self._get_slow()
         interval = self.health_check_interval
-        if interval is not None and (now or monotonic()) - conn.last_used >= interval and not _alive(conn):
-            conn.close()
-            self.put(conn)
-            return self.get()
+        if interval is not None and (now or monotonic()) - conn.last_used >= interval:
+            return self._revive(conn)
         return conn
+
+    def _revive(self, conn: CoreConnection) -> CoreConnection:
+        """``conn`` if it is still alive (idle past the health-check interval), else a
+        replacement (``conn`` is closed)."""
+        if _alive(conn):
+            return conn
+        conn.close()
+        self.put(conn)
+        return self.get()
 
     def _get_slow(self) -> CoreConnection:
         if self._closed:

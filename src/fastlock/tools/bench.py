@@ -15,9 +15,11 @@ import resource
 import shutil
 import statistics
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..testing.costs import measure_cost
@@ -36,6 +38,7 @@ __all__ = [
     "c_floor_command",
     "Workload",
     "pin",
+    "SameBytes",
     "render_table",
     "run_c_floor",
     "run_workloads",
@@ -96,6 +99,10 @@ class Figures:
     user_us_per_op: float
     commands_per_op: float | None = None
     round_trips_per_op: float | None = None
+    vs_same_bytes_c: float | None = None
+    """Median per-round ratio of ops/s to the same bytes replayed from C (:mod:`.floor`)."""
+    vs_same_bytes_python: float | None = None
+    """The same, to a raw Python socket loop replaying them."""
 
     def as_dict(self) -> dict[str, Any]:
         return {key: value for key, value in asdict(self).items() if value is not None}
@@ -233,9 +240,13 @@ def run_workloads(
     rounds: int = 5,
     scale: float = 1.0,
     progress: Callable[[int, int, str], None] | None = None,
+    replay: str | None = None,
+    cpu: int | None = None,
 ) -> tuple[list[Figures], list[str]]:
     """Measure each workload on its own client; return the figures and the skipped ones
-    (with why). ``scale`` multiplies every workload's operation count."""
+    (with why). ``scale`` multiplies every workload's operation count. With ``replay`` (the
+    C replay of :func:`.floor.build_replay`, run pinned to ``cpu``), each fastlock workload
+    is also divided by its same-bytes floor, measured interleaved round by round."""
     from ..sync.client import Client
 
     results: list[Figures] = []
@@ -250,31 +261,102 @@ def run_workloads(
                 skipped.append(f"{workload.name}: {exc}")
                 continue
             ops = max(1, int(workload.ops * scale))
-            results.append(
-                time_loop(
-                    workload.name, op, ops=ops, rounds=rounds, cost=client if workload.counted else None
-                )
-            )
+            cost = client if workload.counted else None
+            if replay is None or not workload.counted:
+                results.append(time_loop(workload.name, op, ops=ops, rounds=rounds, cost=cost))
+                continue
+            with SameBytes(url, workload.setup, ops, replay, cpu) as same_bytes:
+                figures = time_loop(workload.name, op, ops=ops, cost=cost, on_round=same_bytes.rounds(rounds))
+                figures.vs_same_bytes_c, figures.vs_same_bytes_python = same_bytes.ratios()
+            results.append(figures)
     if progress is not None:
         progress(len(workloads), len(workloads), "done")
     return results, skipped
 
 
+class SameBytes:
+    """A workload's same-bytes floor (:mod:`.floor`): ``setup`` recorded once on its own
+    client, then replayed from C (``replay``, pinned to ``cpu``) and from Python once per
+    round of the workload's own, so that the ratios are per round (:meth:`ratios`). A
+    context manager (it holds the recording's file)."""
+
+    def __init__(
+        self,
+        url: str,
+        setup: Callable[[Client], Callable[[], object]],
+        ops: int,
+        replay: str,
+        cpu: int | None,
+    ) -> None:
+        from . import floor
+
+        self._floor, self._url, self._replay, self._cpu = floor, url, replay, cpu
+        self.recording = floor.record(url, setup, ops)
+        self._dir = tempfile.TemporaryDirectory(prefix="fastlock-recording-")
+        self._file = Path(self._dir.name) / "recording"
+        self.recording.save(self._file)
+        self._c: list[float] = []
+        self._python: list[float] = []
+        self._own: list[float] = []
+
+    def __enter__(self) -> SameBytes:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._dir.cleanup()
+
+    def replays(self) -> None:
+        """Time one replay from C and one from Python."""
+        self._c.append(self._floor.replay_c(self._replay, self._url, self._file, self._cpu))
+        self._python.append(self._floor.replay_python(self._url, self.recording))
+
+    def timed(self, one_round: Callable[[], None]) -> Callable[[], None]:
+        """``one_round``, its duration recorded as the workload's side of the round."""
+
+        def run() -> None:
+            started = time.perf_counter()
+            one_round()
+            self._own.append(time.perf_counter() - started)
+
+        return run
+
+    def rounds(self, count: int) -> Callable[[Callable[[], None]], None]:
+        """A driver for :func:`time_loop`: ``count`` rounds, replays after the workload's
+        round in even rounds and before it in odd ones."""
+
+        def drive(one_round: Callable[[], None]) -> None:
+            own = self.timed(one_round)
+            for i in range(count):
+                for step in (own, self.replays) if i % 2 == 0 else (self.replays, own):
+                    step()
+
+        return drive
+
+    def ratios(self) -> tuple[float, float]:
+        """Median per-round ratios of the workload's ops/s to the C and Python replays'."""
+        c = statistics.median(floor / own for floor, own in zip(self._c, self._own, strict=True))
+        py = statistics.median(floor / own for floor, own in zip(self._python, self._own, strict=True))
+        return c, py
+
+
 def _versus_floor(f: Figures, floor: Figures | None) -> str:
-    """Round trips per second as a fraction of the C floor's (the machine's round-trip rate)."""
-    if floor is None or f is floor or f.round_trips_per_op is None:
+    """Round trips per second as a fraction of the C floor's (the machine's round-trip rate),
+    for a row without its own same-bytes floor (the trivial script's Lua work is not theirs)."""
+    if floor is None or f is floor or f.round_trips_per_op is None or f.vs_same_bytes_c is not None:
         return ""
     return f"{f.ops_per_s * f.round_trips_per_op / floor.ops_per_s:.2f}x"
 
 
 def render_table(figures: Sequence[Figures], workloads: Sequence[Workload], floor: Figures | None) -> str:
     """A Markdown table: ops/s, client CPU, commands and round trips per operation, the
-    ops/s ratio to redis-py doing the same job, and round trips/s as a ratio to the C floor."""
+    ops/s ratio to redis-py doing the same job, round trips/s as a ratio to the C floor
+    (a trivial script) and ops/s as a ratio to the same bytes replayed from C and Python."""
     by_name = {f.name: f for f in figures}
     versus = {w.name: w.versus for w in workloads}
     rows = [
-        "| operation | ops/s | client CPU µs/op | commands/op | round trips/op | vs redis-py | vs C floor |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| operation | ops/s | client CPU µs/op | commands/op | round trips/op | vs redis-py "
+        "| vs C floor (return 1) | vs same bytes: C | vs same bytes: Python |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for f in [*figures, *([floor] if floor else [])]:
         other = by_name.get(versus.get(f.name) or "")
@@ -286,6 +368,8 @@ def render_table(figures: Sequence[Figures], workloads: Sequence[Workload], floo
             "" if f.round_trips_per_op is None else f"{f.round_trips_per_op:.2f}",
             f"{f.ops_per_s / other.ops_per_s:.2f}x" if other else "",
             _versus_floor(f, floor),
+            "" if f.vs_same_bytes_c is None else f"{f.vs_same_bytes_c:.2f}x",
+            "" if f.vs_same_bytes_python is None else f"{f.vs_same_bytes_python:.2f}x",
         ]
         rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows)

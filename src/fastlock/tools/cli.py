@@ -19,6 +19,7 @@ from .. import Client, __impl__, __version__
 from ..testing.servers import TempServer
 from . import admin, workloads
 from .bench import EVALSHA_SCRIPT, c_floor, pin, render_table, run_workloads
+from .floor import replay_binary
 
 
 def demo(url: str) -> None:
@@ -68,7 +69,16 @@ def bench(url: str, args: argparse.Namespace, client_cpu: int | None) -> int:
         client.execute("SCRIPT", "LOAD", EVALSHA_SCRIPT)
         address = client.params.address
     progress = None if args.no_progress else _progress_bar
-    figures, skipped = run_workloads(url, chosen, rounds=args.rounds, scale=args.scale, progress=progress)
+    with replay_binary() as replay:
+        figures, skipped = run_workloads(
+            url,
+            chosen,
+            rounds=args.rounds,
+            scale=args.scale,
+            progress=progress,
+            replay=replay,
+            cpu=client_cpu,
+        )
     floor = c_floor(url, cpu=client_cpu, requests=max(1_000, int(50_000 * args.scale)))
     print(f"fastlock {__version__} ({__impl__} core) on {address}; medians of {args.rounds} rounds")
     print(render_table(figures, chosen, floor))
