@@ -4,7 +4,10 @@
   connection per concurrent task);
 - N tasks on one fastlock.aio connection vs ``redis-benchmark -c 1 -P 64`` sending the same
   EVALSHA (the C pipelined ceiling), with fastlock's client CPU per call;
-- the event loop's lag (p99 lateness of a 1 ms ticker) while N tasks call.
+- the event loop's lag (p99 lateness of a 1 ms ticker) while N tasks call;
+- lock lifecycles (acquire, waiting when another task holds it, then release) from N tasks
+  on M names: fastlock.aio's ``AsyncLock`` (waits woken by the release) vs redis.asyncio's
+  ``Lock`` (polling every ``sleep`` seconds: its default 100 ms, and 1 ms).
 
 ``python bench/aio_bench.py [--url URL] [--rounds 7] [--loop asyncio|uvloop]`` prints them
 (a private pinned server by default, like bench/). ``bench/test_bench_aio.py`` runs the same.
@@ -96,6 +99,45 @@ class AioSides:
 
         return Side(f"redis.asyncio, {tasks} tasks", run_round)
 
+    def fastlock_locks(self, tasks: int, names: int, cycles: int) -> Side:
+        client = fastlock.aio.Client(self.url, max_connections=4)
+        self._closers.append(client.close)
+        locks = [client.lock(f"bench:{i % names}", ttl=30, timeout=30) for i in range(tasks)]
+
+        async def lifecycles(lock: Any) -> None:
+            for _ in range(cycles):
+                async with lock:
+                    pass
+
+        def run_round() -> float:
+            work = asyncio.gather(*(lifecycles(lock) for lock in locks))
+            return self._timed(work, False) / (tasks * cycles)
+
+        return Side(f"fastlock.aio AsyncLock, {tasks} tasks on {names} names", run_round)
+
+    def redis_asyncio_locks(self, tasks: int, names: int, cycles: int, sleep: float = 0.1) -> Side:
+        import redis.asyncio
+
+        client = redis.asyncio.Redis.from_url(self.url, max_connections=tasks + 10)
+        self._closers.append(client.aclose)
+        locks = [
+            client.lock(f"rbench:{i % names}", timeout=30, sleep=sleep, blocking_timeout=30)
+            for i in range(tasks)
+        ]
+
+        async def lifecycles(lock: Any) -> None:
+            for _ in range(cycles):
+                async with lock:
+                    pass
+
+        def run_round() -> float:
+            work = asyncio.gather(*(lifecycles(lock) for lock in locks))
+            return self._timed(work, False) / (tasks * cycles)
+
+        return Side(
+            f"redis.asyncio Lock (sleep {sleep * 1e3:g} ms), {tasks} tasks on {names} names", run_round
+        )
+
     def _timed(self, work: Coroutine[Any, Any, None], watch_lag: bool) -> float:
         async def timed() -> float:
             ticker = asyncio.create_task(self._tick()) if watch_lag else None
@@ -170,6 +212,13 @@ def main() -> None:
                 print(f"1000 tasks, 1 connection / redis-benchmark -P 64: median {median:.2f}x")
             print(f"  client CPU per call {statistics.median(sides.cpu) * 1e6:.2f} us")
             print(f"  event-loop lag p99 {p99(sides.lags) * 1e3:.2f} ms, max {max(sides.lags) * 1e3:.2f} ms")
+            ratios = interleaved_ratios(
+                sides.fastlock_locks(100, 20, 20), sides.redis_asyncio_locks(100, 20, 5), options.rounds
+            )
+            print(
+                f"lock lifecycles, 100 tasks on 20 names, AsyncLock / redis.asyncio Lock: "
+                f"median {statistics.median(ratios):.1f}x (rounds {', '.join(f'{r:.1f}' for r in ratios)})"
+            )
             sides.close()
     finally:
         if server is not None:
