@@ -68,7 +68,7 @@ class Pause:
 
 @dataclass(frozen=True, slots=True)
 class Refresh:
-    """Read the slot map again now if the refresh gate allows (``force``: wait for a running one)."""
+    """Read the slot map again now, if the refresh gate allows."""
 
 
 Plan: TypeAlias = Generator[Attempt | Pause | Refresh, Any, Any]
@@ -116,7 +116,7 @@ class SlotCache:
 
 
 def _pause(attempt: int) -> float:
-    return min(_FIRST_PAUSE * 2**attempt, _MAX_PAUSE)
+    return min(_FIRST_PAUSE * 2.0**attempt, _MAX_PAUSE)
 
 
 def redirected(slots: SlotMap, slot: int, error: BaseException) -> Plan:

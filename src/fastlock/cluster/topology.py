@@ -17,7 +17,7 @@ from typing import Any
 from ..exceptions import ClusterDownError, ProtocolError
 from ..protocol.slots import SLOTS
 
-__all__ = ["REFRESH_COOLDOWN", "Address", "RefreshGate", "SlotMap", "parse_slots"]
+__all__ = ["REFRESH_COOLDOWN", "Address", "RefreshGate", "SlotMap", "parse_slots", "shuffled"]
 
 Address = tuple[str, int]
 """A node's ``(host, port)``."""
@@ -83,7 +83,6 @@ class RefreshGate:
     def __init__(self, cooldown: float = REFRESH_COOLDOWN) -> None:
         self.cooldown = cooldown
         self.running = False
-        self.refreshes = 0
         self._next = float("-inf")
 
     def begin(self, now: float) -> bool:
@@ -91,7 +90,6 @@ class RefreshGate:
         if self.running or now < self._next:
             return False
         self.running = True
-        self.refreshes += 1
         return True
 
     def end(self, now: float) -> None:

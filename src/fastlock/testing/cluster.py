@@ -10,6 +10,7 @@ primary's slots to its replica, cleanly or by ``kill -9``.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 
@@ -20,7 +21,14 @@ __all__ = ["CLUSTER_ARGS", "ClusterNode", "TempCluster", "wait_until"]
 
 CLUSTER_ARGS = (
     *("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "500"),
-    *("--repl-diskless-sync-delay", "0", "--repl-ping-replica-period", "1", "--cluster-require-full-coverage", "yes"),
+    *(
+        "--repl-diskless-sync-delay",
+        "0",
+        "--repl-ping-replica-period",
+        "1",
+        "--cluster-require-full-coverage",
+        "yes",
+    ),
 )
 _RANGES = ((0, 5460), (5461, 10922), (10923, 16383))
 
@@ -51,7 +59,8 @@ class ClusterNode(TempServer):
 
 
 def _info(server: TempServer, section: str) -> dict[str, str]:
-    text = bulk_text(server.raw_command(*(("CLUSTER", "INFO") if section == "cluster" else ("INFO", section))))
+    command = ("CLUSTER", "INFO") if section == "cluster" else ("INFO", section)
+    text = bulk_text(server.raw_command(*command))
     return dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
 
 
@@ -89,7 +98,7 @@ class TempCluster:
                 _ok(node.raw_command("CLUSTER", "ADDSLOTSRANGE", low, high))
             total = len(self.nodes)
             for node in self.nodes:
-                wait_until(lambda n=node: _info(n, "cluster")["cluster_known_nodes"] == str(total), 10, "met")
+                wait_until(functools.partial(_knows, node, total), 10, "met")
             for primary, replica in zip(self.nodes[:count], self.nodes[count:], strict=True):
                 _ok(replica.raw_command("CLUSTER", "REPLICATE", self.node_id(primary)))
             self.wait_stable()
@@ -162,12 +171,17 @@ class TempCluster:
         self.stop()
 
 
+def _knows(node: TempServer, total: int) -> bool:
+    return _info(node, "cluster")["cluster_known_nodes"] == str(total)
+
+
 def _slot_ranges(node: TempServer) -> list[tuple[int, int]]:
     text = bulk_text(node.raw_command("CLUSTER", "NODES"))
     for line in text.splitlines():
         fields = line.split()
         if "myself" in fields[2]:
-            return [(int(r.split("-")[0]), int(r.split("-")[-1])) for r in fields[8:] if not r.startswith("[")]
+            ranges = [r.split("-") for r in fields[8:] if not r.startswith("[")]
+            return [(int(r[0]), int(r[-1])) for r in ranges]
     return []
 
 
