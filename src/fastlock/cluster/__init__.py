@@ -4,4 +4,12 @@
 
 from .client import ClusterClient
 
-__all__ = ["ClusterClient"]
+__all__ = ["AsyncClusterClient", "ClusterClient"]
+
+
+def __getattr__(name: str) -> object:
+    if name == "AsyncClusterClient":  # asyncio is loaded only by those who use it
+        from .aio import AsyncClusterClient
+
+        return AsyncClusterClient
+    raise AttributeError(name)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..exceptions import ConnectionError, ResponseError
 from ..operations import Operation, Runner
-from ..params import DEFAULT_URL, parse_url
+from ..params import DEFAULT_URL
 from ..protocol.commands import refuse_connection_state
 from ..protocol.slots import SLOTS
 from ..scripts.calling import ScriptSettingsAccess, check_loaded, load_commands, register
@@ -31,7 +31,7 @@ from ..sync.pipeline import BoundScript, Pipeline
 from .asking import command_commands, is_redirect, script_commands, share_scripts
 from .asking import reply as asking_reply
 from .routing import Attempt, Pause, Plan, Refresh, SlotCache, command_key, redirected
-from .topology import Address, RefreshGate, SlotMap, parse_slots, shuffled
+from .topology import Address, RefreshGate, SlotMap, parse_slots, seed_address, shuffled
 
 __all__ = ["ClusterClient"]
 
@@ -53,7 +53,7 @@ class ClusterClient(ScriptSettingsAccess, LockQueueAccess):
         self.params = self._first.params
         self.scripts = self._first.scripts
         self.script_settings = self._first.script_settings
-        self._seeds = [self._address_of(url)] + [self._address_of(s) for s in seeds]
+        self._seeds = [seed_address(url)] + [seed_address(s) for s in seeds]
         self._nodes: dict[Address, Client] = {self._seeds[0]: self._first}
         self._slots = SlotMap()
         self._slot = SlotCache()
@@ -62,10 +62,6 @@ class ClusterClient(ScriptSettingsAccess, LockQueueAccess):
         self._map_lock = threading.Lock()
         self._loaded_on: set[Address] = set()
         self._reads = 0
-
-    def _address_of(self, url: str) -> Address:
-        params = parse_url(url if "://" in url else f"redis://{url}")
-        return params.host, params.port
 
     @property
     def refreshes(self) -> int:

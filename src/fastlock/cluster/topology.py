@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..exceptions import ClusterDownError, ProtocolError
+from ..params import parse_url
 from ..protocol.slots import SLOTS
 
-__all__ = ["REFRESH_COOLDOWN", "Address", "RefreshGate", "SlotMap", "parse_slots", "shuffled"]
+__all__ = ["REFRESH_COOLDOWN", "Address", "RefreshGate", "SlotMap", "parse_slots", "seed_address", "shuffled"]
 
 Address = tuple[str, int]
 """A node's ``(host, port)``."""
@@ -96,6 +97,12 @@ class RefreshGate:
         """Release the gate; the next refresh may start a jittered cooldown after ``now``."""
         self.running = False
         self._next = now + self.cooldown * random.uniform(1.0, 1.3)
+
+
+def seed_address(url: str) -> Address:
+    """The ``(host, port)`` of a seed given as a URL or ``host:port``."""
+    params = parse_url(url if "://" in url else f"redis://{url}")
+    return params.host, params.port
 
 
 def shuffled(addresses: Iterable[Address]) -> list[Address]:
