@@ -11,6 +11,7 @@ import pytest
 
 from fastlock.cluster import ClusterClient
 from fastlock.testing.cluster import TempCluster
+from fastlock.testing.sentinel import TempSentinels
 from fastlock.testing.servers import FLAVOURS, ServerError, find_binaries
 
 
@@ -59,3 +60,10 @@ def client(cluster_url: str, impl: str) -> Iterator[ClusterClient]:
     scenarios imported into this folder take it for their ``client``."""
     with ClusterClient(cluster_url, impl=impl) as made:
         yield made
+
+
+@pytest.fixture(scope="module", params=FLAVOURS)
+def sentinels(request: pytest.FixtureRequest) -> Iterator[TempSentinels]:
+    """A master, a replica and three sentinels of one flavour, for the module."""
+    with TempSentinels(_binary(request.param), request.param) as started:
+        yield started
