@@ -67,3 +67,11 @@ def sentinels(request: pytest.FixtureRequest) -> Iterator[TempSentinels]:
     """A master, a replica and three sentinels of one flavour, for the module."""
     with TempSentinels(_binary(request.param), request.param) as started:
         yield started
+
+
+@pytest.fixture(params=FLAVOURS)
+def fresh_sentinels(request: pytest.FixtureRequest) -> Iterator[TempSentinels]:
+    """A sentinel deployment of its own for one test that fails the master over (the demoted
+    master is reconfigured by the sentinels only seconds later: no second failover soon)."""
+    with TempSentinels(_binary(request.param), request.param) as started:
+        yield started

@@ -4,11 +4,13 @@ the sentinels' announcement (printed with ``-s``)."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 
 import fastlock
 from fastlock.cluster.sentinel import SentinelClient, master_reply, sentinel_reply
+from fastlock.cluster.sentinel_aio import AsyncSentinelClient
 from fastlock.testing.sentinel import TempSentinels
 
 
@@ -40,7 +42,8 @@ def test_unknown_service_is_a_connection_error(sentinels: TempSentinels) -> None
         raise AssertionError("no error")
 
 
-def test_sentinel_failover_is_followed(sentinels: TempSentinels) -> None:
+def test_sentinel_failover_is_followed(fresh_sentinels: TempSentinels) -> None:
+    sentinels = fresh_sentinels
     with SentinelClient(sentinels.sentinels, sentinels.service) as client:
         stop = threading.Event()
         successes: list[tuple[float, tuple[str, int]]] = []
@@ -88,3 +91,28 @@ def test_sentinel_failover_is_followed(sentinels: TempSentinels) -> None:
         )
         assert overlaps == 0
         assert resumed < 0.2
+
+
+async def _async_follow(sentinels: TempSentinels, impl: str | None) -> tuple[float, int]:
+    client = await AsyncSentinelClient.connect(sentinels.sentinels, sentinels.service, impl=impl)
+    async with client:
+        lock = client.lock("async-report", ttl=10)
+        assert await lock.acquire("a") is not None
+        await lock.release("a")
+        loop = asyncio.get_running_loop()
+        failover = loop.run_in_executor(None, sentinels.failover)
+        old = client.master
+        deadline = time.monotonic() + 5
+        while client.master == old and time.monotonic() < deadline:
+            assert await lock.acquire("a") is not None
+            await lock.release("a")
+            await asyncio.sleep(0.005)
+        switched = time.monotonic()
+        _, _, announced = await failover
+        assert await lock.acquire("a") is not None
+        return switched - announced, client.switches
+
+
+def test_async_sentinel_client_follows_a_failover(fresh_sentinels: TempSentinels) -> None:
+    lag, switches = asyncio.run(_async_follow(fresh_sentinels, None))
+    assert lag < 0.2 and switches == 2
