@@ -54,6 +54,14 @@ class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess):
         self._loaded_on: set[Address] = set()
         self._reads = 0
 
+    @classmethod
+    def from_redis(cls, redis_client: Any, **kwargs: Any) -> AsyncClusterClient:
+        """A client of the cluster a redis-py ``RedisCluster`` (either flavour) talks to."""
+        from ..interop.redis_py import cluster_from_redis
+
+        seeds, params = cluster_from_redis(redis_client)
+        return cls(seeds=seeds, **{**params, **kwargs})
+
     @property
     def refreshes(self) -> int:
         """``CLUSTER SLOTS`` reads so far (the slot map refreshes)."""

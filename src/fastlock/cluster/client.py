@@ -63,6 +63,15 @@ class ClusterClient(ScriptSettingsAccess, LockQueueAccess):
         self._loaded_on: set[Address] = set()
         self._reads = 0
 
+    @classmethod
+    def from_redis(cls, redis_client: Any, **kwargs: Any) -> ClusterClient:
+        """A client of the cluster a redis-py ``RedisCluster`` talks to (its startup nodes as
+        seeds, its credentials, timeouts and TLS per node); ``kwargs`` go to the constructor."""
+        from ..interop.redis_py import cluster_from_redis
+
+        seeds, params = cluster_from_redis(redis_client)
+        return cls(seeds=seeds, **{**params, **kwargs})
+
     @property
     def refreshes(self) -> int:
         """``CLUSTER SLOTS`` reads so far (the slot map refreshes)."""

@@ -78,6 +78,15 @@ class SentinelClient(ScriptSettingsAccess, LockQueueAccess):
             watcher = threading.Thread(target=self._watch, args=(poll_interval,), daemon=True)
             watcher.start()
 
+    @classmethod
+    def from_redis(cls, redis_client: Any, **kwargs: Any) -> SentinelClient:
+        """A client of the master a redis-py ``Sentinel.master_for(...)`` client follows (the
+        same sentinels, service, credentials and timeouts); ``kwargs`` go to the constructor."""
+        from ..interop.redis_py import sentinel_from_redis
+
+        sentinels, service, master, sentinel_options = sentinel_from_redis(redis_client)
+        return cls(sentinels, service, sentinel_options=sentinel_options, **{**master, **kwargs})
+
     @property
     def master(self) -> Address:
         """The master's address in use."""
