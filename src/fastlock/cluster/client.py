@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..exceptions import ConnectionError, ResponseError
+from ..exceptions import ConnectionError, NoScriptError, ResponseError
 from ..operations import Operation, Runner
 from ..params import DEFAULT_URL
 from ..protocol.commands import refuse_connection_state
@@ -30,6 +30,7 @@ from ..sync.drive import drive
 from ..sync.pipeline import BoundScript, Pipeline
 from .asking import command_commands, is_redirect, script_commands, share_scripts
 from .asking import reply as asking_reply
+from .durability import DURABLE_SCRIPTS, check_wait, durable_commands, durable_reply
 from .routing import Attempt, Pause, Plan, Refresh, SlotCache, command_key, redirected
 from .topology import Address, RefreshGate, SlotMap, parse_slots, seed_address, shuffled
 
@@ -42,11 +43,22 @@ _Send = Callable[[Client, bool], Any]
 
 class ClusterClient(ScriptSettingsAccess, LockQueueAccess):
     """A client of a Redis/Valkey Cluster; ``url`` (and ``seeds``, more ``host:port`` or
-    URLs) names nodes to read the slot map from. The other arguments are those of
-    :class:`fastlock.Client`, applied to each node's client (``max_connections`` per node).
-    Locks and queues work unchanged: ``client.lock(...)``, ``client.queue(...)``."""
+    URLs) names nodes to read the slot map from; ``wait=(replicas, ms)`` sends ``WAIT`` after
+    each lock acquire and claim, in the same write, and raises
+    :class:`~fastlock.cluster.durability.ReplicationError` when fewer replicas acknowledged.
+    The other arguments are those of :class:`fastlock.Client`, applied to each node's client
+    (``max_connections`` per node). Locks and queues work unchanged: ``client.lock(...)``, ``client.queue(...)``."""
 
-    def __init__(self, url: str = DEFAULT_URL, *, seeds: Iterable[str] = (), **options: Any) -> None:
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        *,
+        seeds: Iterable[str] = (),
+        wait: tuple[int, int] | None = None,
+        **options: Any,
+    ) -> None:
+        self.wait = check_wait(wait)
+        """``(replicas, ms)``: ``WAIT`` after each lock acquire and claim, or ``None``."""
         self._options = options
         self._first = Client(url, **options)
         self.impl = self._first.impl
@@ -193,6 +205,8 @@ class ClusterClient(ScriptSettingsAccess, LockQueueAccess):
     ) -> Any:
         """Run script ``name`` on the primary of its first key's slot (see :meth:`fastlock.Client.call`)."""
         slot = self._slot(keys[0]) if keys else random.randrange(SLOTS)
+        if self.wait is not None and name in DURABLE_SCRIPTS:
+            return self._durable_call(slot, name, keys, args)
         try:
             return self._primary(slot).call(name, keys, args, busy_timeout=busy_timeout)
         except (ResponseError, ConnectionError) as exc:
@@ -207,9 +221,25 @@ class ClusterClient(ScriptSettingsAccess, LockQueueAccess):
 
         return self._follow(redirected(self._slots, slot, error), send)
 
+    def _durable_call(self, slot: int, name: str, keys: Sequence[Any], args: Sequence[Any]) -> Any:
+        script, wait = self.scripts.get(name), self.wait
+        assert wait is not None
+
+        def send(node: Client, asking: bool) -> Any:
+            commands = durable_commands(script, self.script_settings, keys, args, wait, asking=asking)
+            try:
+                return durable_reply(node.execute_many(commands), script, wait[0])
+            except NoScriptError:
+                commands = durable_commands(script, self.script_settings, keys, args, wait, load=True)
+                return durable_reply(node.execute_many(commands), script, wait[0])
+
+        return self._command_at(slot, send)
+
     def _command(self, args: tuple[Any, ...], send: _Send) -> Any:
         key = command_key(args)
-        slot = self._slot(key) if key is not None else random.randrange(SLOTS)
+        return self._command_at(self._slot(key) if key is not None else random.randrange(SLOTS), send)
+
+    def _command_at(self, slot: int, send: _Send) -> Any:
         try:
             return send(self._primary(slot), False)
         except (ResponseError, ConnectionError) as exc:
