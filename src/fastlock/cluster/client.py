@@ -47,7 +47,8 @@ class ClusterClient(ScriptSettingsAccess, LockQueueAccess):
     each lock acquire and claim, in the same write, and raises
     :class:`~fastlock.cluster.durability.ReplicationError` when fewer replicas acknowledged.
     The other arguments are those of :class:`fastlock.Client`, applied to each node's client
-    (``max_connections`` per node). Locks and queues work unchanged: ``client.lock(...)``, ``client.queue(...)``."""
+    (``max_connections`` per node). Locks and queues work unchanged: ``client.lock(...)``,
+    ``client.queue(...)``."""
 
     def __init__(
         self,
