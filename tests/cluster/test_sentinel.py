@@ -8,7 +8,10 @@ import asyncio
 import threading
 import time
 
+import pytest
+
 import fastlock
+from fastlock.cluster.durability import ReplicationError
 from fastlock.cluster.sentinel import SentinelClient, master_reply, sentinel_reply
 from fastlock.cluster.sentinel_aio import AsyncSentinelClient
 from fastlock.testing.sentinel import TempSentinels
@@ -116,3 +119,15 @@ async def _async_follow(sentinels: TempSentinels, impl: str | None) -> tuple[flo
 def test_async_sentinel_client_follows_a_failover(fresh_sentinels: TempSentinels) -> None:
     lag, switches = asyncio.run(_async_follow(fresh_sentinels, None))
     assert lag < 0.2 and switches == 2
+
+
+def test_wait_after_acquire_on_the_master(sentinels: TempSentinels) -> None:
+    with SentinelClient(sentinels.sentinels, sentinels.service, wait=(1, 1000)) as client:
+        lock = client.lock("durable", ttl=10)
+        token = lock.acquire("a")
+        assert token is not None and lock.release("a") == token
+    with (
+        SentinelClient(sentinels.sentinels, sentinels.service, wait=(2, 20)) as client,
+        pytest.raises(ReplicationError),
+    ):
+        client.lock("durable", ttl=10).acquire("a")

@@ -24,7 +24,8 @@ from ..operations import Operation, Runner
 from ..params import DEFAULT_URL
 from ..protocol.commands import refuse_connection_state
 from ..protocol.slots import SLOTS
-from ..scripts.calling import ScriptSettingsAccess, check_loaded, load_commands, register
+from ..scripts.calling import ScriptSettings, ScriptSettingsAccess, check_loaded, load_commands, register
+from ..scripts.registry import Script
 from ..sync.client import Client, LockQueueAccess
 from ..sync.drive import drive
 from ..sync.pipeline import BoundScript, Pipeline
@@ -34,7 +35,7 @@ from .durability import DURABLE_SCRIPTS, check_wait, durable_commands, durable_r
 from .routing import Attempt, Pause, Plan, Refresh, SlotCache, command_key, redirected
 from .topology import Address, RefreshGate, SlotMap, parse_slots, seed_address, shuffled
 
-__all__ = ["ClusterClient"]
+__all__ = ["ClusterClient", "durable_call"]
 
 T = TypeVar("T")
 _log = logging.getLogger("fastlock.cluster")
@@ -227,12 +228,7 @@ class ClusterClient(ScriptSettingsAccess, LockQueueAccess):
         assert wait is not None
 
         def send(node: Client, asking: bool) -> Any:
-            commands = durable_commands(script, self.script_settings, keys, args, wait, asking=asking)
-            try:
-                return durable_reply(node.execute_many(commands), script, wait[0])
-            except NoScriptError:
-                commands = durable_commands(script, self.script_settings, keys, args, wait, load=True)
-                return durable_reply(node.execute_many(commands), script, wait[0])
+            return durable_call(node, script, self.script_settings, keys, args, wait, asking)
 
         return self._command_at(slot, send)
 
@@ -319,6 +315,27 @@ class ClusterClient(ScriptSettingsAccess, LockQueueAccess):
 
     def __repr__(self) -> str:
         return f"<fastlock.ClusterClient {len(self._nodes)} nodes impl={self.impl}>"
+
+
+def durable_call(
+    node: Client,
+    script: Script,
+    settings: ScriptSettings,
+    keys: Sequence[Any],
+    args: Sequence[Any],
+    wait: tuple[int, int],
+    asking: bool = False,
+) -> Any:
+    """Call ``script`` then ``WAIT`` in one write on ``node`` (loading the script on ``NOSCRIPT``)."""
+    try:
+        return durable_reply(
+            node.execute_many(durable_commands(script, settings, keys, args, wait, asking=asking)),
+            script,
+            wait[0],
+        )
+    except NoScriptError:
+        commands = durable_commands(script, settings, keys, args, wait, load=True)
+        return durable_reply(node.execute_many(commands), script, wait[0])
 
 
 def _sent(node: Client, asking: bool, args: tuple[Any, ...]) -> Any:

@@ -25,6 +25,8 @@ from ..scripts.calling import ScriptSettingsAccess
 from ..sync.client import Client, LockQueueAccess
 from ..sync.drive import drive
 from .asking import share_scripts
+from .client import durable_call
+from .durability import DURABLE_SCRIPTS, check_wait
 from .topology import Address, seed_address
 
 __all__ = ["SentinelClient", "master_reply", "sentinel_reply"]
@@ -49,7 +51,8 @@ def master_reply(reply: Any) -> bool:
 class SentinelClient(ScriptSettingsAccess, LockQueueAccess):
     """A client of the master of ``service`` as ``sentinels`` (``host:port`` or URLs) name it.
     ``options`` are those of :class:`fastlock.Client` for the master (``sentinel_options`` for
-    the sentinels, e.g. their password); locks and queues work unchanged on it."""
+    the sentinels, e.g. their password); ``wait=(replicas, ms)`` as for
+    :class:`~fastlock.cluster.ClusterClient`. Locks and queues work unchanged on it."""
 
     def __init__(
         self,
@@ -59,9 +62,11 @@ class SentinelClient(ScriptSettingsAccess, LockQueueAccess):
         poll_interval: float | None = 0.1,
         failover_timeout: float = 10.0,
         sentinel_options: dict[str, Any] | None = None,
+        wait: tuple[int, int] | None = None,
         **options: Any,
     ) -> None:
         self.service = service
+        self.wait = check_wait(wait)
         self.failover_timeout = failover_timeout
         self._options = options
         self._sentinels = [Client(_url(s), max_connections=2, **(sentinel_options or {})) for s in sentinels]
@@ -179,6 +184,9 @@ class SentinelClient(ScriptSettingsAccess, LockQueueAccess):
         busy_timeout: float | None = None,
     ) -> Any:
         """Run script ``name`` on the master (see :meth:`fastlock.Client.call`)."""
+        if self.wait is not None and name in DURABLE_SCRIPTS:
+            script, settings, wait = self.scripts.get(name), self.script_settings, self.wait
+            return self._send(lambda c: durable_call(c, script, settings, keys, args, wait))
         try:
             return self._client.call(name, keys, args, busy_timeout=busy_timeout)
         except (ReadOnlyError, ConnectionError) as exc:
