@@ -150,3 +150,22 @@ def test_asking_replies() -> None:
     assert (
         is_redirect(MovedError("1 h:1")) and not is_redirect(ResponseError("ERR x")) and not is_redirect(b"x")
     )
+
+
+def test_an_unreachable_primary_s_replica_is_tried_and_patched_in_once_promoted() -> None:
+    slots = two_nodes()
+    plan = redirected(slots, 100, ConnectionError("refused", sent=False))
+    steps = []
+    step = next(plan)
+    while not isinstance(step, Attempt):
+        steps.append(step)
+        step = plan.send(None)
+    assert step == Attempt(C) and Refresh() in steps  # A's replica
+    for _ in range(MAX_REDIRECTS + 5):  # not promoted yet: MOVED back to A is a wait, not a redirect
+        step = plan.throw(MovedError("100 127.0.0.1:7000"))
+        while not isinstance(step, Attempt):
+            step = plan.send(None)
+        assert step == Attempt(C)
+    with pytest.raises(StopIteration):
+        plan.send(b"OK")  # promoted: it answered for the slot
+    assert slots.primary(100) == C

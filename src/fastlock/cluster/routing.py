@@ -31,6 +31,7 @@ from .topology import Address, SlotMap
 
 __all__ = [
     "MAX_REDIRECTS",
+    "MAX_WAITS",
     "Attempt",
     "Pause",
     "Plan",
@@ -41,9 +42,11 @@ __all__ = [
 ]
 
 MAX_REDIRECTS = 16
-"""Most attempts after the first one (redirects and waits) before the error is raised."""
+"""Most ``MOVED``/``ASK`` redirects one command follows."""
+MAX_WAITS = 45
+"""Most pauses one command waits (``TRYAGAIN``, ``CLUSTERDOWN``, ``LOADING``, unreachable)."""
 _FIRST_PAUSE = 0.01
-_MAX_PAUSE = 0.25
+_MAX_PAUSE = 0.1
 _KEYLESS = frozenset(
     b"PING INFO TIME DBSIZE CONFIG SCRIPT FUNCTION CLUSTER COMMAND ECHO LASTSAVE MEMORY "
     b"SLOWLOG LATENCY ROLE CLIENT FLUSHALL FLUSHDB RANDOMKEY SCAN KEYS WAIT HELLO".split()
@@ -120,30 +123,46 @@ def _pause(attempt: int) -> float:
 
 
 def redirected(slots: SlotMap, slot: int, error: BaseException) -> Plan:
-    """The rest of a command for ``slot`` whose attempt failed with ``error``: redirects
-    followed, ``TRYAGAIN``/``CLUSTERDOWN``/``LOADING`` and unsent connection errors retried
-    after growing pauses (the map refreshed where it may have changed), at most
-    :data:`MAX_REDIRECTS` more attempts. Returns the reply; raises what may have run."""
-    for attempt in range(MAX_REDIRECTS):
+    """The rest of a command for ``slot`` whose attempt failed with ``error``: at most
+    :data:`MAX_REDIRECTS` redirects followed; ``TRYAGAIN``/``CLUSTERDOWN``/``LOADING`` and
+    unsent connection errors retried after growing pauses (at most :data:`MAX_WAITS`, about
+    4 s in all: a primary's failure is detected and its replica promoted meanwhile), the map
+    refreshed where it may have changed. While the slot's primary is unreachable, its replicas
+    are tried in turn: one answering for the slot has been promoted (a replica that has not
+    answers ``MOVED``, which did not run). Returns the reply; raises what may have run."""
+    redirects = waits = 0
+    down: Address | None = None  # the slot's primary, unreachable
+    while True:
         asking = False
-        if isinstance(error, MovedError):
-            slots.move(error.slot, (error.host, error.port))
-            yield Refresh()
-            target = (error.host, error.port)
-        elif isinstance(error, AskError):
-            target, asking = (error.host, error.port), True
-        elif isinstance(error, (TryAgainError, LoadingError)):
-            yield Pause(_pause(attempt))
+        to = (error.host, error.port) if isinstance(error, (MovedError, AskError)) else None
+        if to is not None and to != down:  # (to down: a replica of it, not promoted yet: wait)
+            redirects += 1
+            if redirects > MAX_REDIRECTS:
+                raise error
+            target, asking = to, isinstance(error, AskError)
+            if not asking:
+                slots.move(slot, target)
+                yield Refresh()
+        elif isinstance(error, (TryAgainError, LoadingError, ClusterDownError, ConnectionError, MovedError)):
+            if (isinstance(error, ConnectionError) and error.sent) or waits >= MAX_WAITS:
+                raise error
+            waits += 1
+            if isinstance(error, ConnectionError):
+                down = slots.primaries[slot]
+            if not isinstance(error, (TryAgainError, LoadingError)):
+                yield Refresh()
+            yield Pause(_pause(waits - 1))
             target = slots.primary(slot)
-        elif isinstance(error, ClusterDownError) or (isinstance(error, ConnectionError) and not error.sent):
-            yield Refresh()
-            yield Pause(_pause(attempt))
-            yield Refresh()
-            target = slots.primary(slot)
+            replicas = slots.replicas.get(target, []) if target == down else []
+            if replicas:
+                target = replicas[waits % len(replicas)]
         else:
             raise error
         try:
-            return (yield Attempt(target, asking))
+            reply = yield Attempt(target, asking)
         except (ResponseError, ConnectionError) as exc:
             error = exc
-    raise error
+            continue
+        if not asking and target != slots.primaries[slot]:
+            slots.move(slot, target)  # a replica answered: promoted
+        return reply
