@@ -120,7 +120,7 @@ class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess):
             try:
                 check_loaded(scripts, await self.node(address).execute_many(load_commands(scripts)))
                 self._loaded_on.add(address)
-            except ConnectionError as exc:
+            except (ConnectionError, ResponseError) as exc:  # down or loading: loaded on NOSCRIPT
                 _log.info("scripts not loaded on %s:%s: %s", *address, exc)
 
     async def _address(self, slot: int) -> Address:

@@ -162,7 +162,7 @@ class ClusterClient(ScriptSettingsAccess, LockQueueAccess):
             try:
                 check_loaded(scripts, self.node(address).execute_many(load_commands(scripts)))
                 self._loaded_on.add(address)
-            except ConnectionError as exc:  # down: loaded when it is back (or on NOSCRIPT)
+            except (ConnectionError, ResponseError) as exc:  # down or loading: loaded on NOSCRIPT
                 _log.info("scripts not loaded on %s:%s: %s", *address, exc)
 
     def _address(self, slot: int) -> Address:
