@@ -299,7 +299,7 @@ class ClusterClient(ScriptSettingsAccess, LockQueueAccess):
         return BoundScript(self, self.scripts.get(name))
 
     def register_script(self, source: str | bytes, name: str | None = None) -> BoundScript:
-        """Register ``source`` as script ``name`` (loaded on every node on first use)."""
+        """Register ``source`` as script ``name`` (loaded on a node by its first NOSCRIPT there)."""
         return BoundScript(self, register(self.scripts, source, name))
 
     def close(self) -> None:
