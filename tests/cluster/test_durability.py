@@ -3,9 +3,11 @@ checked; on the cluster (each primary has one replica) and without a server."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
-from fastlock.cluster import ClusterClient
+from fastlock.cluster import AsyncClusterClient, ClusterClient
 from fastlock.cluster.durability import ReplicationError, check_wait, durable_commands, durable_reply
 from fastlock.exceptions import NoScriptError
 from fastlock.scripts.calling import ScriptSettings
@@ -49,3 +51,20 @@ def test_too_few_replicas_raise_after_the_acquire_ran(cluster_url: str, impl: st
             lock.acquire("a")
         assert short.value.acked == 1 and short.value.reply is not None
         assert lock.locked() and lock.release("a") is not None  # it ran: released by job id
+
+
+async def _async_durable(url: str, impl: str) -> None:
+    async with AsyncClusterClient(url, impl=impl, wait=(1, 1000)) as client:
+        lock = client.lock("durable", ttl=10)
+        token = await lock.acquire("a")
+        assert token is not None and await lock.release("a") == token
+        queue = client.queue("durable-jobs")
+        await queue.enqueue("x")
+        assert [job.payload for job in await queue.claim()] == [b"x"]
+    async with AsyncClusterClient(url, impl=impl, wait=(2, 20)) as client:
+        with pytest.raises(ReplicationError):
+            await client.lock("durable-2", ttl=10).acquire("a")
+
+
+def test_async_wait(cluster_url: str, impl: str) -> None:
+    asyncio.run(_async_durable(cluster_url, impl))

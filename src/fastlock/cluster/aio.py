@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..aio.client import AsyncLockQueueAccess, Client
 from ..aio.drive import drive
 from ..aio.pipeline import BoundScript, Pipeline
-from ..exceptions import ConnectionError, ResponseError
+from ..exceptions import ConnectionError, NoScriptError, ResponseError
 from ..operations import AsyncRunner, Operation
 from ..params import DEFAULT_URL
 from ..protocol.commands import refuse_connection_state
@@ -24,6 +24,7 @@ from ..protocol.slots import SLOTS
 from ..scripts.calling import ScriptSettingsAccess, check_loaded, load_commands, register
 from .asking import command_commands, is_redirect, script_commands, share_scripts
 from .asking import reply as asking_reply
+from .durability import DURABLE_SCRIPTS, check_wait, durable_commands, durable_reply
 from .routing import Attempt, Pause, Plan, Refresh, SlotCache, command_key, redirected
 from .topology import Address, RefreshGate, SlotMap, parse_slots, seed_address, shuffled
 
@@ -36,10 +37,20 @@ _Send = Callable[[Client, bool], Awaitable[Any]]
 
 class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess):
     """The asyncio client of a Redis/Valkey Cluster: the arguments of
-    :class:`~fastlock.cluster.ClusterClient`, the options those of :class:`fastlock.aio.Client`
-    (per node). Use it from one event loop; close it with ``await client.close()``."""
+    :class:`~fastlock.cluster.ClusterClient` (``wait`` included), the options those of
+    :class:`fastlock.aio.Client` (per node). Use it from one event loop; close it with
+    ``await client.close()``."""
 
-    def __init__(self, url: str = DEFAULT_URL, *, seeds: Iterable[str] = (), **options: Any) -> None:
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        *,
+        seeds: Iterable[str] = (),
+        wait: tuple[int, int] | None = None,
+        **options: Any,
+    ) -> None:
+        self.wait = check_wait(wait)
+        """``(replicas, ms)``: ``WAIT`` after each lock acquire and claim, or ``None``."""
         self._options = options
         self._first = Client(url, **options)
         self.impl = self._first.impl
@@ -160,6 +171,8 @@ class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess):
     ) -> Any:
         """Run script ``name`` on the primary of its first key's slot."""
         slot = self._slot(keys[0]) if keys else random.randrange(SLOTS)
+        if self.wait is not None and name in DURABLE_SCRIPTS:
+            return await self._durable_call(slot, name, keys, args)
         address = self._slots.primaries[slot] or await self._address(slot)
         try:
             return await self.node(address).call(name, keys, args, busy_timeout=busy_timeout)
@@ -175,9 +188,25 @@ class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess):
 
         return await self._follow(redirected(self._slots, slot, error), send)
 
+    async def _durable_call(self, slot: int, name: str, keys: Sequence[Any], args: Sequence[Any]) -> Any:
+        script, settings, wait = self.scripts.get(name), self.script_settings, self.wait
+        assert wait is not None
+
+        async def send(node: Client, asking: bool) -> Any:
+            commands = durable_commands(script, settings, keys, args, wait, asking=asking)
+            try:
+                return durable_reply(await node.execute_many(commands), script, wait[0])
+            except NoScriptError:
+                commands = durable_commands(script, settings, keys, args, wait, load=True)
+                return durable_reply(await node.execute_many(commands), script, wait[0])
+
+        return await self._command_at(slot, send)
+
     async def _command(self, args: tuple[Any, ...], send: _Send) -> Any:
         key = command_key(args)
-        slot = self._slot(key) if key is not None else random.randrange(SLOTS)
+        return await self._command_at(self._slot(key) if key is not None else random.randrange(SLOTS), send)
+
+    async def _command_at(self, slot: int, send: _Send) -> Any:
         try:
             return await send(self.node(await self._address(slot)), False)
         except (ResponseError, ConnectionError) as exc:
