@@ -78,7 +78,11 @@ class SentinelClient(ScriptSettingsAccess, LockQueueAccess):
         self._closed = threading.Event()
         self.switches = 0
         """Times the master changed (the first discovery included)."""
-        self._client = self._node(self._discover())
+        try:
+            self._client = self._node(self._discover())
+        except BaseException:
+            self.close()
+            raise
         if poll_interval is not None:
             watcher = threading.Thread(target=self._watch, args=(poll_interval,), daemon=True)
             watcher.start()
