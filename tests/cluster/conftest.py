@@ -59,6 +59,7 @@ def client(cluster_url: str, impl: str) -> Iterator[ClusterClient]:
     """A ClusterClient on the flushed shared cluster, for the current core: the standalone
     scenarios imported into this folder take it for their ``client``."""
     with ClusterClient(cluster_url, impl=impl) as made:
+        made.refresh(force=True)  # the map read and the scripts loaded: timed scenarios start even
         yield made
 
 

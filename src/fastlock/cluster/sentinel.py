@@ -78,14 +78,15 @@ class SentinelClient(ScriptSettingsAccess, LockQueueAccess):
         self._closed = threading.Event()
         self.switches = 0
         """Times the master changed (the first discovery included)."""
+        self._watcher: threading.Thread | None = None
         try:
             self._client = self._node(self._discover())
         except BaseException:
             self.close()
             raise
         if poll_interval is not None:
-            watcher = threading.Thread(target=self._watch, args=(poll_interval,), daemon=True)
-            watcher.start()
+            self._watcher = threading.Thread(target=self._watch, args=(poll_interval,), daemon=True)
+            self._watcher.start()
 
     @classmethod
     def from_redis(cls, redis_client: Any, **kwargs: Any) -> SentinelClient:
@@ -219,6 +220,8 @@ class SentinelClient(ScriptSettingsAccess, LockQueueAccess):
     def close(self) -> None:
         """Stop watching and close every connection."""
         self._closed.set()
+        if self._watcher is not None and self._watcher is not threading.current_thread():
+            self._watcher.join(5.0)
         for client in (*self._nodes.values(), *self._sentinels):
             client.close()
 
