@@ -32,6 +32,7 @@ LONG_MODULES: dict[str, str] = {
 
 NEVER_LOADED = (
     *("fastlock.tools", "fastlock.testing", "fastlock.interop", "fastlock.contrib", "fastlock.aio"),
+    "fastlock.cluster",
     *("asyncio", "redis", "valkey", "rq", "celery", "kombu"),
 )
 _PROGRAM = """
@@ -271,6 +272,8 @@ FORBIDDEN: dict[str, set[str]] = {
 transports share what is transport-neutral (``params``, ``protocol``, ``scripts``, ...), never
 each other."""
 SANS_IO = {"protocol", "operations"}
+SANS_IO_MODULES = {"fastlock.cluster.topology", "fastlock.cluster.routing", "fastlock.cluster.asking"}
+"""Sans-IO modules in rooms that do I/O: the cluster router, driven by the sync and async clients."""
 IO_MODULES = {"socket", "ssl", "select", "selectors", "threading", "time", "asyncio", "subprocess", "posix"}
 TOOLING = {"tools", "testing"}
 INTEGRATIONS = "contrib"  # fastlock.contrib: the job-framework integrations, on top of everything
@@ -314,11 +317,12 @@ def test_each_integration_alone_imports_its_framework() -> None:
 
 
 def test_sans_io_rooms_import_no_io() -> None:
-    """protocol and operations hold no socket, clock, thread or sleep."""
+    """protocol, operations and the cluster router hold no socket, clock, thread or sleep."""
     bad = []
     for path in sorted(SRC.rglob("*")):
         room = _room(_module_name(path))
-        if room in SANS_IO and path.suffix in (".py", ".pyx", ".pxi", ".pxd"):
+        sans_io = room in SANS_IO or _module_name(path) in SANS_IO_MODULES
+        if sans_io and path.suffix in (".py", ".pyx", ".pxi", ".pxd"):
             found = _python_imports(path) if path.suffix == ".py" else _cython_imports(path)
             bad += [f"{i}: {room} is sans-IO" for i in found if i.target.split(".")[0] in IO_MODULES]
     assert bad == [], "\n".join(bad)

@@ -52,12 +52,40 @@ from .pipeline import BoundScript, Pipeline
 from .pool import Pool
 from .queue import AsyncQueue
 
-__all__ = ["Client"]
+__all__ = ["AsyncLockQueueAccess", "Client"]
 
 T = TypeVar("T")
 
 
-class Client(ScriptSettingsAccess):
+class AsyncLockQueueAccess:
+    """``queue``, ``locks`` and ``lock`` for any :class:`~fastlock.operations.AsyncRunner`
+    (the standalone and the cluster clients)."""
+
+    def queue(self, name: str, **options: Unpack[QueueOptions]) -> AsyncQueue:
+        """A job queue on this client: ``options`` are :class:`fastlock.Client.queue`'s
+        (typed by :class:`~fastlock.queues.calls.QueueOptions`, each checked before use)."""
+        return AsyncQueue(self, name, **options)  # type: ignore[arg-type] # a mixin of AsyncRunners
+
+    @functools.cached_property
+    def locks(self) -> AsyncLockManager:
+        """The default lock namespace (prefix ``fastlock``, shared with sync clients); build
+        an :class:`~fastlock.aio.AsyncLockManager` for other settings."""
+        return AsyncLockManager(self)  # type: ignore[arg-type] # a mixin of AsyncRunners
+
+    def lock(
+        self,
+        name: str | None = None,
+        *,
+        digest: str | None = None,
+        queue: str | None = None,
+        args: Any = None,
+        **options: Unpack[LockOptions],
+    ) -> AsyncLock:
+        """A unique-job lock in :attr:`locks` (arguments of :meth:`fastlock.Client.lock`)."""
+        return self.locks.lock(name, digest=digest, queue=queue, args=args, **options)
+
+
+class Client(ScriptSettingsAccess, AsyncLockQueueAccess):
     """An asyncio Redis/Valkey client with automatic pipelining.
 
     ``url`` and keyword ``params`` are those of :class:`fastlock.Client` (see
@@ -272,29 +300,6 @@ class Client(ScriptSettingsAccess):
         """Register ``source`` (includes and ``#meta`` allowed) as script ``name`` (default
         ``script_<sha1 prefix>``) and return it as an awaitable callable."""
         return BoundScript(self, register(self.scripts, source, name))
-
-    def queue(self, name: str, **options: Unpack[QueueOptions]) -> AsyncQueue:
-        """A job queue on this client: ``options`` are :class:`fastlock.Client.queue`'s
-        (typed by :class:`~fastlock.queues.calls.QueueOptions`, each checked before use)."""
-        return AsyncQueue(self, name, **options)
-
-    @functools.cached_property
-    def locks(self) -> AsyncLockManager:
-        """The default lock namespace (prefix ``fastlock``, shared with sync clients); build
-        an :class:`~fastlock.aio.AsyncLockManager` for other settings."""
-        return AsyncLockManager(self)
-
-    def lock(
-        self,
-        name: str | None = None,
-        *,
-        digest: str | None = None,
-        queue: str | None = None,
-        args: Any = None,
-        **options: Unpack[LockOptions],
-    ) -> AsyncLock:
-        """A unique-job lock in :attr:`locks` (arguments of :meth:`fastlock.Client.lock`)."""
-        return self.locks.lock(name, digest=digest, queue=queue, args=args, **options)
 
     async def server_version(self) -> str:
         """The server's ``redis_version`` (Valkey: its Redis compatibility version), read

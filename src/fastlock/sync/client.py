@@ -50,13 +50,45 @@ from .drive import drive
 from .pipeline import BoundScript, Pipeline
 from .pool import ConnectionPool
 
-__all__ = ["BLOCKING_MARGIN", "MAX_RELOADS", "BoundScript", "Client", "Pipeline"]
+__all__ = ["BLOCKING_MARGIN", "MAX_RELOADS", "BoundScript", "Client", "LockQueueAccess", "Pipeline"]
 
 T = TypeVar("T")
 _KEEP_CONNECTION = (ResponseError, ArgumentError, ArgumentTypeError)
 
 
-class Client(ScriptSettingsAccess):
+class LockQueueAccess:
+    """``queue``, ``locks`` and ``lock`` for any :class:`~fastlock.operations.Runner` (the
+    standalone and the cluster clients)."""
+
+    def queue(self, name: str, **options: Unpack[QueueOptions]) -> Queue:
+        """A job queue on this client: ``options`` go to :class:`~fastlock.queues.queue.Queue`
+        (``lease``, ``max_attempts``, ``backoff``, ``keep_completed``, ``digester``, ``prefix``;
+        typed by :class:`~fastlock.queues.calls.QueueOptions`, each checked before use)."""
+        return Queue(self, name, **options)  # type: ignore[arg-type] # a mixin of Runners
+
+    @functools.cached_property
+    def locks(self) -> LockManager:
+        """The default lock namespace (prefix ``fastlock``); build a
+        :class:`~fastlock.LockManager` for other settings."""
+        return LockManager(self)  # type: ignore[arg-type] # a mixin of Runners
+
+    def lock(
+        self,
+        name: str | None = None,
+        *,
+        digest: str | None = None,
+        queue: str | None = None,
+        args: Any = None,
+        **options: Unpack[LockOptions],
+    ) -> Lock:
+        """A unique-job lock in :attr:`locks` (see :meth:`LockManager.lock
+        <fastlock.LockManager.lock>`); ``options`` (``type``, ``ttl``, ``timeout``, ``limit``,
+        ``job_id``, ``on_conflict``) are typed by :class:`~fastlock.locks.options.LockOptions`
+        and each checked before use."""
+        return self.locks.lock(name, digest=digest, queue=queue, args=args, **options)
+
+
+class Client(ScriptSettingsAccess, LockQueueAccess):
     """A Redis/Valkey client for hot loops.
 
     ``url`` is ``redis://[user:password@]host[:port][/db]``, ``rediss://...`` for TLS or
@@ -275,33 +307,6 @@ class Client(ScriptSettingsAccess):
         except BaseException as failure:
             record_failure(script, settings, monotonic() - start, failure)
             raise
-
-    def queue(self, name: str, **options: Unpack[QueueOptions]) -> Queue:
-        """A job queue on this client: ``options`` go to :class:`~fastlock.queues.queue.Queue`
-        (``lease``, ``max_attempts``, ``backoff``, ``keep_completed``, ``digester``, ``prefix``;
-        typed by :class:`~fastlock.queues.calls.QueueOptions`, each checked before use)."""
-        return Queue(self, name, **options)
-
-    @functools.cached_property
-    def locks(self) -> LockManager:
-        """The default lock namespace (prefix ``fastlock``); build a
-        :class:`~fastlock.LockManager` for other settings."""
-        return LockManager(self)
-
-    def lock(
-        self,
-        name: str | None = None,
-        *,
-        digest: str | None = None,
-        queue: str | None = None,
-        args: Any = None,
-        **options: Unpack[LockOptions],
-    ) -> Lock:
-        """A unique-job lock in :attr:`locks` (see :meth:`LockManager.lock
-        <fastlock.LockManager.lock>`); ``options`` (``type``, ``ttl``, ``timeout``, ``limit``,
-        ``job_id``, ``on_conflict``) are typed by :class:`~fastlock.locks.options.LockOptions`
-        and each checked before use."""
-        return self.locks.lock(name, digest=digest, queue=queue, args=args, **options)
 
     def close(self) -> None:
         """Close the pool's connections."""

@@ -1,0 +1,296 @@
+"""``AsyncClusterClient``: an :class:`~fastlock.operations.AsyncRunner` over a Redis/Valkey
+Cluster: the router of :class:`~fastlock.cluster.ClusterClient` (the same slot map, refresh
+gate, redirect plan and ``ASKING`` writes), driven over one :class:`fastlock.aio.Client` per
+node. A refresh runs while the calls that asked for it go on with the patched map."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ..aio.client import AsyncLockQueueAccess, Client
+from ..aio.drive import drive
+from ..aio.pipeline import BoundScript, Pipeline
+from ..exceptions import ConnectionError, NoScriptError, ResponseError
+from ..operations import AsyncRunner, Operation
+from ..params import DEFAULT_URL
+from ..protocol.commands import refuse_connection_state
+from ..protocol.slots import SLOTS
+from ..scripts.calling import ScriptSettingsAccess, check_loaded, load_commands, register
+from .asking import command_commands, is_redirect, script_commands, share_scripts
+from .asking import reply as asking_reply
+from .durability import DURABLE_SCRIPTS, check_wait, durable_commands, durable_reply
+from .routing import Attempt, Pause, Plan, Refresh, SlotCache, command_key, redirected
+from .topology import Address, RefreshGate, SlotMap, parse_slots, seed_address, shuffled
+
+__all__ = ["AsyncClusterClient"]
+
+T = TypeVar("T")
+_log = logging.getLogger("fastlock.cluster")
+_Send = Callable[[Client, bool], Awaitable[Any]]
+
+
+class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess):
+    """The asyncio client of a Redis/Valkey Cluster: the arguments of
+    :class:`~fastlock.cluster.ClusterClient` (``wait`` included), the options those of
+    :class:`fastlock.aio.Client` (per node). Use it from one event loop; close it with
+    ``await client.close()``."""
+
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        *,
+        seeds: Iterable[str] = (),
+        wait: tuple[int, int] | None = None,
+        **options: Any,
+    ) -> None:
+        self.wait = check_wait(wait)
+        """``(replicas, ms)``: ``WAIT`` after each lock acquire and claim, or ``None``."""
+        self._options = options
+        self._first = Client(url, **options)
+        self.impl = self._first.impl
+        self.params = self._first.params
+        self.scripts = self._first.scripts
+        self.script_settings = self._first.script_settings
+        self._seeds = [seed_address(url)] + [seed_address(s) for s in seeds]
+        self._nodes: dict[Address, Client] = {self._seeds[0]: self._first}
+        self._slots = SlotMap()
+        self._slot = SlotCache()
+        self._gate = RefreshGate()
+        self._loaded_on: set[Address] = set()
+        self._reads = 0
+
+    @classmethod
+    def from_redis(cls, redis_client: Any, **kwargs: Any) -> AsyncClusterClient:
+        """A client of the cluster a redis-py ``RedisCluster`` (either flavour) talks to."""
+        from ..interop.redis_py import cluster_from_redis
+
+        seeds, params = cluster_from_redis(redis_client)
+        return cls(seeds=seeds, **{**params, **kwargs})
+
+    @property
+    def refreshes(self) -> int:
+        """``CLUSTER SLOTS`` reads so far (the slot map refreshes)."""
+        return self._reads
+
+    def node(self, address: Address) -> Client:
+        """The client of the node at ``address`` (made on first use)."""
+        node = self._nodes.get(address)
+        if node is None:
+            node = self._nodes[address] = Client(**self._options)
+            node.params = replace(self.params, host=address[0], port=address[1])
+            share_scripts(node, self._first)
+        return node
+
+    async def primaries(self) -> list[Client]:
+        """The clients of the primaries (for per-node commands such as ``SCAN``)."""
+        if self._slots.primaries[0] is None:
+            await self.refresh(force=True)
+        return [self.node(address) for address in self._slots.primary_nodes()]
+
+    async def refresh(self, force: bool = False) -> bool:
+        """Read the slot map from a random known node (one refresh at a time, a cooldown
+        between two unless ``force``); True if this call read it."""
+        gate = self._gate
+        if gate.running or not (force or gate.begin(time.monotonic())):
+            return False
+        gate.running = True
+        try:
+            await self._read_map()
+        finally:
+            gate.end(time.monotonic())
+        return True
+
+    async def _read_map(self) -> None:
+        failure: BaseException | None = None
+        for address in shuffled([*self._slots.nodes(), *self._seeds]):
+            self._reads += 1
+            try:
+                reply = await self.node(address).execute("CLUSTER", "SLOTS")
+            except (ConnectionError, ResponseError) as exc:
+                failure = exc
+                continue
+            fresh = parse_slots(reply, address)
+            self._slots.primaries[:] = fresh.primaries
+            self._slots.replicas = fresh.replicas
+            await self._load_scripts(fresh.nodes())
+            return
+        if failure is not None and self._slots.primaries[0] is None:
+            raise failure
+
+    async def _load_scripts(self, addresses: Iterable[Address]) -> None:
+        scripts = self.scripts.load_all()
+        for address in addresses:
+            if address in self._loaded_on:
+                continue
+            try:
+                check_loaded(scripts, await self.node(address).execute_many(load_commands(scripts)))
+                self._loaded_on.add(address)
+            except (ConnectionError, ResponseError) as exc:  # down or loading: loaded on NOSCRIPT
+                _log.info("scripts not loaded on %s:%s: %s", *address, exc)
+
+    async def _address(self, slot: int) -> Address:
+        address = self._slots.primaries[slot]
+        if address is None:
+            await self.refresh(force=True)
+            address = self._slots.primary(slot)
+        return address
+
+    async def _follow(self, plan: Plan, send: _Send) -> Any:
+        result: Any = None
+        failure: Exception | None = None
+        while True:
+            try:
+                step = plan.send(result) if failure is None else plan.throw(failure)
+            except StopIteration as stop:
+                return stop.value
+            failure, result = None, None
+            if type(step) is Pause:
+                await asyncio.sleep(step.seconds)
+            elif type(step) is Refresh:
+                await self.refresh()
+            else:
+                assert type(step) is Attempt
+                try:
+                    result = await send(self.node(step.address), step.asking)
+                except (ResponseError, ConnectionError) as exc:
+                    failure = exc
+
+    async def call(
+        self,
+        name: str,
+        keys: Sequence[Any] = (),
+        args: Sequence[Any] = (),
+        *,
+        busy_timeout: float | None = None,
+    ) -> Any:
+        """Run script ``name`` on the primary of its first key's slot."""
+        slot = self._slot(keys[0]) if keys else random.randrange(SLOTS)
+        if self.wait is not None and name in DURABLE_SCRIPTS:
+            return await self._durable_call(slot, name, keys, args)
+        address = self._slots.primaries[slot] or await self._address(slot)
+        try:
+            return await self.node(address).call(name, keys, args, busy_timeout=busy_timeout)
+        except (ResponseError, ConnectionError) as exc:
+            error = exc
+
+        async def send(node: Client, asking: bool) -> Any:
+            if asking:
+                script = self.scripts.get(name)
+                commands = script_commands(script, self.script_settings, keys, args)
+                return asking_reply(await node.execute_many(commands), script)
+            return await node.call(name, keys, args, busy_timeout=busy_timeout)
+
+        return await self._follow(redirected(self._slots, slot, error), send)
+
+    async def _durable_call(self, slot: int, name: str, keys: Sequence[Any], args: Sequence[Any]) -> Any:
+        script, settings, wait = self.scripts.get(name), self.script_settings, self.wait
+        assert wait is not None
+
+        async def send(node: Client, asking: bool) -> Any:
+            commands = durable_commands(script, settings, keys, args, wait, asking=asking)
+            try:
+                return durable_reply(await node.execute_many(commands), script, wait[0])
+            except NoScriptError:
+                commands = durable_commands(script, settings, keys, args, wait, load=True)
+                return durable_reply(await node.execute_many(commands), script, wait[0])
+
+        return await self._command_at(slot, send)
+
+    async def _command(self, args: tuple[Any, ...], send: _Send) -> Any:
+        key = command_key(args)
+        return await self._command_at(self._slot(key) if key is not None else random.randrange(SLOTS), send)
+
+    async def _command_at(self, slot: int, send: _Send) -> Any:
+        try:
+            return await send(self.node(await self._address(slot)), False)
+        except (ResponseError, ConnectionError) as exc:
+            return await self._follow(redirected(self._slots, slot, exc), send)
+
+    async def execute(self, *args: Any) -> Any:
+        """Run one command on the primary of its first key's slot (keyless: any primary)."""
+        refuse_connection_state(args)
+
+        async def send(node: Client, asking: bool) -> Any:
+            if asking:
+                return asking_reply(await node.execute_many(command_commands(args)))
+            return await node.execute(*args)
+
+        return await self._command(args, send)
+
+    async def execute_blocking(self, *args: Any, timeout: float) -> Any:
+        """Run a blocking command on its key's primary (see :meth:`fastlock.aio.Client.execute_blocking`)."""
+        refuse_connection_state(args)
+
+        async def send(node: Client, asking: bool) -> Any:
+            if asking:
+                await node.execute("ASKING")
+            return await node.execute_blocking(*args, timeout=timeout)
+
+        return await self._command(args, send)
+
+    async def execute_many(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
+        """Send ``commands`` in one write per node (the nodes at once); replies in order, error
+        replies in place; a redirected command is sent again alone, following the redirect."""
+        for args in commands:
+            refuse_connection_state(args)
+        groups: dict[Address, list[int]] = {}
+        slots: list[int] = []
+        for index, args in enumerate(commands):
+            key = command_key(args)
+            slot = self._slot(key) if key is not None else random.randrange(SLOTS)
+            slots.append(slot)
+            groups.setdefault(await self._address(slot), []).append(index)
+        batches = await asyncio.gather(
+            *(self.node(a).execute_many([commands[i] for i in indexes]) for a, indexes in groups.items())
+        )
+        replies: list[Any] = [None] * len(commands)
+        for indexes, batch in zip(groups.values(), batches, strict=True):
+            for index, reply in zip(indexes, batch, strict=True):
+                replies[index] = reply
+        for index, reply in enumerate(replies):
+            if is_redirect(reply):
+                try:
+                    replies[index] = await self.execute(*commands[index])
+                except ResponseError as exc:
+                    replies[index] = exc
+        return replies
+
+    async def run(self, operation: Operation[T]) -> T:
+        """Run a multi-step :data:`~fastlock.operations.Operation` with awaited calls."""
+        return await drive(self, operation)
+
+    def pipeline(self) -> Pipeline:
+        """Collect commands; ``await pipe.execute()`` sends them in one write per node."""
+        return Pipeline(self)
+
+    def script(self, name: str) -> BoundScript:
+        """Script ``name`` as an awaitable callable."""
+        return BoundScript(self, self.scripts.get(name))
+
+    def register_script(self, source: str | bytes, name: str | None = None) -> BoundScript:
+        """Register ``source`` as script ``name`` (loaded on a node by its first NOSCRIPT)."""
+        return BoundScript(self, register(self.scripts, source, name))
+
+    async def close(self) -> None:
+        """Close every node's connections."""
+        for node in list(self._nodes.values()):
+            await node.close()
+
+    async def __aenter__(self) -> AsyncClusterClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return f"<fastlock.cluster.AsyncClusterClient {len(self._nodes)} nodes impl={self.impl}>"
+
+
+if TYPE_CHECKING:
+    _RUNNER: type[AsyncRunner] = AsyncClusterClient  # mypy checks that it is an AsyncRunner

@@ -1,0 +1,348 @@
+"""``ClusterClient``: a :class:`~fastlock.operations.Runner` over a Redis/Valkey Cluster.
+
+One :class:`fastlock.Client` per node (its pool, retry policy and script-call policy, NOSCRIPT
+repaired per node), all sharing one script registry and settings. A call goes to the primary of
+the slot of its first key (:mod:`fastlock.cluster.routing`: no extra round trip); a redirect or
+a wait reply runs :func:`~fastlock.cluster.routing.redirected`. Every script is loaded on every
+node, replicas included, when the client first meets the node (``SCRIPT LOAD`` is not
+replicated since Redis 7.0): after a failover the new primary already has them.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ..exceptions import ConnectionError, NoScriptError, ResponseError
+from ..operations import Operation, Runner
+from ..params import DEFAULT_URL
+from ..protocol.commands import refuse_connection_state
+from ..protocol.slots import SLOTS
+from ..scripts.calling import ScriptSettings, ScriptSettingsAccess, check_loaded, load_commands, register
+from ..scripts.registry import Script
+from ..sync.client import Client, LockQueueAccess
+from ..sync.drive import drive
+from ..sync.pipeline import BoundScript, Pipeline
+from .asking import command_commands, is_redirect, script_commands, share_scripts
+from .asking import reply as asking_reply
+from .durability import DURABLE_SCRIPTS, check_wait, durable_commands, durable_reply
+from .routing import Attempt, Pause, Plan, Refresh, SlotCache, command_key, redirected
+from .topology import Address, RefreshGate, SlotMap, parse_slots, seed_address, shuffled
+
+__all__ = ["ClusterClient", "durable_call"]
+
+T = TypeVar("T")
+_log = logging.getLogger("fastlock.cluster")
+_Send = Callable[[Client, bool], Any]
+
+
+class ClusterClient(ScriptSettingsAccess, LockQueueAccess):
+    """A client of a Redis/Valkey Cluster; ``url`` (and ``seeds``, more ``host:port`` or
+    URLs) names nodes to read the slot map from; ``wait=(replicas, ms)`` sends ``WAIT`` after
+    each lock acquire and claim, in the same write, and raises
+    :class:`~fastlock.cluster.durability.ReplicationError` when fewer replicas acknowledged.
+    The other arguments are those of :class:`fastlock.Client`, applied to each node's client
+    (``max_connections`` per node). Locks and queues work unchanged: ``client.lock(...)``,
+    ``client.queue(...)``."""
+
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        *,
+        seeds: Iterable[str] = (),
+        wait: tuple[int, int] | None = None,
+        **options: Any,
+    ) -> None:
+        self.wait = check_wait(wait)
+        """``(replicas, ms)``: ``WAIT`` after each lock acquire and claim, or ``None``."""
+        self._options = options
+        self._first = Client(url, **options)
+        self.impl = self._first.impl
+        self.params = self._first.params
+        self.scripts = self._first.scripts
+        self.script_settings = self._first.script_settings
+        self._seeds = [seed_address(url)] + [seed_address(s) for s in seeds]
+        self._nodes: dict[Address, Client] = {self._seeds[0]: self._first}
+        self._slots = SlotMap()
+        self._slot = SlotCache()
+        self._gate = RefreshGate()
+        self._gate_lock = threading.Lock()
+        self._map_lock = threading.Lock()
+        self._loaded_on: set[Address] = set()
+        self._reads = 0
+
+    @classmethod
+    def from_redis(cls, redis_client: Any, **kwargs: Any) -> ClusterClient:
+        """A client of the cluster a redis-py ``RedisCluster`` talks to (its startup nodes as
+        seeds, its credentials, timeouts and TLS per node); ``kwargs`` go to the constructor."""
+        from ..interop.redis_py import cluster_from_redis
+
+        seeds, params = cluster_from_redis(redis_client)
+        return cls(seeds=seeds, **{**params, **kwargs})
+
+    @property
+    def refreshes(self) -> int:
+        """``CLUSTER SLOTS`` reads so far (the slot map refreshes)."""
+        return self._reads
+
+    def node(self, address: Address) -> Client:
+        """The client of the node at ``address`` (made on first use, its scripts loaded)."""
+        try:
+            return self._nodes[address]
+        except KeyError:
+            pass
+        with self._map_lock:
+            node = self._nodes.get(address)
+            if node is None:
+                node = Client(**self._options)
+                node.params = replace(self.params, host=address[0], port=address[1])
+                share_scripts(node, self._first)
+                self._nodes[address] = node
+        return node
+
+    def nodes(self) -> dict[Address, Client]:
+        """The clients of every node known (primaries, then replicas), by address."""
+        self._ensure_map()
+        return {address: self.node(address) for address in self._slots.nodes()}
+
+    def primaries(self) -> list[Client]:
+        """The clients of the primaries (for per-node commands such as ``SCAN``)."""
+        self._ensure_map()
+        return [self.node(address) for address in self._slots.primary_nodes()]
+
+    def _ensure_map(self) -> None:
+        if self._slots.primaries[0] is None:
+            self.refresh()
+
+    def refresh(self, force: bool = False) -> bool:
+        """Read the slot map from a random known node (one refresh at a time, a cooldown
+        between two unless ``force``); True if this call read it."""
+        if not self._gate_lock.acquire(blocking=False):
+            return False
+        try:
+            if not force and not self._gate.begin(time.monotonic()):
+                return False
+            try:
+                self._read_map()
+            finally:
+                self._gate.end(time.monotonic())
+        finally:
+            self._gate_lock.release()
+        return True
+
+    def _read_map(self) -> None:
+        failure: BaseException | None = None
+        for address in shuffled([*self._slots.nodes(), *self._seeds]):
+            self._reads += 1
+            try:
+                reply = self.node(address).execute("CLUSTER", "SLOTS")
+            except (ConnectionError, ResponseError) as exc:
+                failure = exc
+                continue
+            fresh = parse_slots(reply, address)
+            self._slots.primaries[:] = fresh.primaries
+            self._slots.replicas = fresh.replicas
+            self._load_scripts(fresh.nodes())
+            return
+        if failure is not None and self._slots.primaries[0] is None:
+            raise failure
+
+    def _load_scripts(self, addresses: Iterable[Address]) -> None:
+        """Load every script on the nodes not yet loaded (one write each)."""
+        scripts = self.scripts.load_all()
+        for address in addresses:
+            if address in self._loaded_on:
+                continue
+            try:
+                check_loaded(scripts, self.node(address).execute_many(load_commands(scripts)))
+                self._loaded_on.add(address)
+            except (ConnectionError, ResponseError) as exc:  # down or loading: loaded on NOSCRIPT
+                _log.info("scripts not loaded on %s:%s: %s", *address, exc)
+
+    def _address(self, slot: int) -> Address:
+        address = self._slots.primaries[slot]
+        if address is None:
+            self.refresh(force=True)
+            address = self._slots.primary(slot)
+        return address
+
+    def _primary(self, slot: int) -> Client:
+        address = self._address(slot)
+        return self._nodes.get(address) or self.node(address)
+
+    def _follow(self, plan: Plan, send: _Send) -> Any:
+        """Run a redirect plan: attempts sent by ``send(node, asking)``."""
+        result: Any = None
+        failure: Exception | None = None
+        while True:
+            try:
+                step = plan.send(result) if failure is None else plan.throw(failure)
+            except StopIteration as stop:
+                return stop.value
+            failure, result = None, None
+            if type(step) is Pause:
+                time.sleep(step.seconds)
+            elif type(step) is Refresh:
+                self.refresh()
+            else:
+                assert type(step) is Attempt
+                try:
+                    result = send(self.node(step.address), step.asking)
+                except (ResponseError, ConnectionError) as exc:
+                    failure = exc
+
+    def call(
+        self,
+        name: str,
+        keys: Sequence[Any] = (),
+        args: Sequence[Any] = (),
+        *,
+        busy_timeout: float | None = None,
+    ) -> Any:
+        """Run script ``name`` on the primary of its first key's slot (see :meth:`fastlock.Client.call`)."""
+        slot = self._slot(keys[0]) if keys else random.randrange(SLOTS)
+        if self.wait is not None and name in DURABLE_SCRIPTS:
+            return self._durable_call(slot, name, keys, args)
+        try:
+            return self._primary(slot).call(name, keys, args, busy_timeout=busy_timeout)
+        except (ResponseError, ConnectionError) as exc:
+            error = exc
+
+        def send(node: Client, asking: bool) -> Any:
+            if asking:
+                script = self.scripts.get(name)
+                commands = script_commands(script, self.script_settings, keys, args)
+                return asking_reply(node.execute_many(commands), script)
+            return node.call(name, keys, args, busy_timeout=busy_timeout)
+
+        return self._follow(redirected(self._slots, slot, error), send)
+
+    def _durable_call(self, slot: int, name: str, keys: Sequence[Any], args: Sequence[Any]) -> Any:
+        script, wait = self.scripts.get(name), self.wait
+        assert wait is not None
+
+        def send(node: Client, asking: bool) -> Any:
+            return durable_call(node, script, self.script_settings, keys, args, wait, asking)
+
+        return self._command_at(slot, send)
+
+    def _command(self, args: tuple[Any, ...], send: _Send) -> Any:
+        key = command_key(args)
+        return self._command_at(self._slot(key) if key is not None else random.randrange(SLOTS), send)
+
+    def _command_at(self, slot: int, send: _Send) -> Any:
+        try:
+            return send(self._primary(slot), False)
+        except (ResponseError, ConnectionError) as exc:
+            return self._follow(redirected(self._slots, slot, exc), send)
+
+    def execute(self, *args: Any) -> Any:
+        """Run one command on the primary of its first key's slot (keyless: any primary)."""
+        refuse_connection_state(args)
+        return self._command(args, functools.partial(_sent, args=args))
+
+    def execute_blocking(self, *args: Any, timeout: float) -> Any:
+        """Run a blocking command (see :meth:`fastlock.Client.execute_blocking`) on its key's primary."""
+        refuse_connection_state(args)
+
+        def send(node: Client, asking: bool) -> Any:
+            if asking:
+                node.execute("ASKING")  # a blocking command may not be pipelined after it here
+            return node.execute_blocking(*args, timeout=timeout)
+
+        return self._command(args, send)
+
+    def execute_many(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
+        """Send ``commands`` in one write per node; replies in order, error replies in place.
+        A command redirected (it did not run) is sent again alone, following the redirect."""
+        for args in commands:
+            refuse_connection_state(args)
+        groups: dict[Address, list[int]] = {}
+        slots: list[int] = []
+        for index, args in enumerate(commands):
+            key = command_key(args)
+            slot = self._slot(key) if key is not None else random.randrange(SLOTS)
+            slots.append(slot)
+            groups.setdefault(self._address(slot), []).append(index)
+        replies: list[Any] = [None] * len(commands)
+        for address, indexes in groups.items():
+            batch = self.node(address).execute_many([commands[i] for i in indexes])
+            for index, reply in zip(indexes, batch, strict=True):
+                replies[index] = reply
+        for index, reply in enumerate(replies):
+            if is_redirect(reply):
+                args = commands[index]
+                try:
+                    replies[index] = self._follow(
+                        redirected(self._slots, slots[index], reply), functools.partial(_sent, args=args)
+                    )
+                except ResponseError as exc:
+                    replies[index] = exc
+        return replies
+
+    def run(self, operation: Operation[T]) -> T:
+        """Run a multi-step :data:`~fastlock.operations.Operation` with blocking calls."""
+        return drive(self, operation)
+
+    def pipeline(self) -> Pipeline:
+        """Collect commands; ``execute()`` sends them in one write per node."""
+        return Pipeline(self)
+
+    def script(self, name: str) -> BoundScript:
+        """Script ``name`` as a callable: ``client.script(name)(keys, args)``."""
+        return BoundScript(self, self.scripts.get(name))
+
+    def register_script(self, source: str | bytes, name: str | None = None) -> BoundScript:
+        """Register ``source`` as script ``name`` (loaded on a node by its first NOSCRIPT there)."""
+        return BoundScript(self, register(self.scripts, source, name))
+
+    def close(self) -> None:
+        """Close every node's connections."""
+        for node in list(self._nodes.values()):
+            node.close()
+
+    def __enter__(self) -> ClusterClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<fastlock.ClusterClient {len(self._nodes)} nodes impl={self.impl}>"
+
+
+def durable_call(
+    node: Client,
+    script: Script,
+    settings: ScriptSettings,
+    keys: Sequence[Any],
+    args: Sequence[Any],
+    wait: tuple[int, int],
+    asking: bool = False,
+) -> Any:
+    """Call ``script`` then ``WAIT`` in one write on ``node`` (loading the script on ``NOSCRIPT``)."""
+    try:
+        return durable_reply(
+            node.execute_many(durable_commands(script, settings, keys, args, wait, asking=asking)),
+            script,
+            wait[0],
+        )
+    except NoScriptError:
+        commands = durable_commands(script, settings, keys, args, wait, load=True)
+        return durable_reply(node.execute_many(commands), script, wait[0])
+
+
+def _sent(node: Client, asking: bool, args: tuple[Any, ...]) -> Any:
+    if not asking:
+        return node.execute(*args)
+    return asking_reply(node.execute_many(command_commands(args)))
+
+
+if TYPE_CHECKING:
+    _RUNNER: type[Runner] = ClusterClient  # mypy checks that a ClusterClient is a Runner

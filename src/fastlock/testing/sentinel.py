@@ -1,0 +1,130 @@
+"""A throw-away Sentinel deployment: a master, one replica and three sentinels on 127.0.0.1.
+
+``with TempSentinels() as s: SentinelClient(s.sentinels, s.service)``. The sentinels use
+``down-after-milliseconds 500`` and ``failover-timeout 2000``; :meth:`TempSentinels.failover`
+runs ``SENTINEL FAILOVER`` and returns when the replica is the master and when the sentinels
+announced it.
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+from .cluster import wait_until
+from .raw import ServerError, raw_command
+from .servers import HOST, TempServer, _die_with_parent, find_server_binary, free_port
+
+__all__ = ["TempSentinels"]
+
+SERVICE = "fastlock"
+
+
+class TempSentinels:
+    """A master and a replica (TempServers) watched by three sentinels, quorum 2."""
+
+    def __init__(self, binary: str | None = None, flavour: str | None = None, service: str = SERVICE) -> None:
+        self.binary = binary or find_server_binary()
+        self.service = service
+        self.master = TempServer(self.binary, flavour, extra_args=("--repl-diskless-sync-delay", "0"))
+        self.replica = TempServer(self.binary, flavour, extra_args=("--repl-diskless-sync-delay", "0"))
+        self.flavour = self.master.flavour
+        self.ports: list[int] = []
+        self._procs: list[subprocess.Popen[bytes]] = []
+        self._dir: Path | None = None
+
+    @property
+    def sentinels(self) -> list[str]:
+        """The sentinels' ``host:port``."""
+        return [f"{HOST}:{port}" for port in self.ports]
+
+    def start(self) -> TempSentinels:
+        try:
+            self.master.start()
+            self.replica.start()
+            self.replica.raw_command("REPLICAOF", HOST, self.master.port)
+            wait_until(
+                lambda: b"master_link_status:up" in self.replica.raw_command("INFO", "replication"),
+                10,
+                "synced",
+            )
+            self._dir = Path(tempfile.mkdtemp(prefix="fastlock-sentinel-"))
+            for n in range(3):
+                self._start_sentinel(n)
+            for port in self.ports:
+                wait_until(functools.partial(self._sees_replica, port), 10, "watching")
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _synced(self) -> bool:
+        return b"master_link_status:up" in self.replica.raw_command("INFO", "replication")
+
+    def _start_sentinel(self, n: int) -> None:
+        assert self._dir is not None
+        port = free_port()
+        conf = self._dir / f"sentinel-{n}.conf"
+        conf.write_text(
+            f"port {port}\nbind {HOST}\ndir {self._dir}\nlogfile {self._dir}/sentinel-{n}.log\n"
+            f"sentinel monitor {self.service} {HOST} {self.master.port} 2\n"
+            f"sentinel down-after-milliseconds {self.service} 500\n"
+            f"sentinel failover-timeout {self.service} 2000\n"
+            f"sentinel parallel-syncs {self.service} 1\n"
+        )
+        self._procs.append(
+            subprocess.Popen(
+                [self.binary, str(conf), "--sentinel"],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                preexec_fn=_die_with_parent,
+            )
+        )
+        self.ports.append(port)
+
+    def _sees_replica(self, port: int) -> bool:
+        """The sentinel knows the two others and the replica (the ~2 s hello period)."""
+        reply = raw_command((HOST, port), "SENTINEL", "MASTER", self.service)
+        return b"num-other-sentinels\r\n$1\r\n2\r\n" in reply and b"num-slaves\r\n$1\r\n1\r\n" in reply
+
+    def master_port(self) -> int:
+        """The master's port as the first sentinel reports it."""
+        reply = raw_command((HOST, self.ports[0]), "SENTINEL", "GET-MASTER-ADDR-BY-NAME", self.service)
+        return int(reply.split(b"\r\n")[-2])
+
+    def failover(self) -> tuple[TempServer, float, float]:
+        """``SENTINEL FAILOVER``: the new master, when it became writable (monotonic) and
+        when the first sentinel reported it."""
+        new = self.replica if self.master_port() == self.master.port else self.master
+        reply = raw_command((HOST, self.ports[0]), "SENTINEL", "FAILOVER", self.service)
+        if reply != b"+OK\r\n":
+            raise ServerError(f"SENTINEL FAILOVER: {reply!r}")
+        wait_until(
+            lambda: b"role:master" in new.raw_command("INFO", "replication"), 10, "promoted", step=0.002
+        )
+        writable = time.monotonic()
+        wait_until(lambda: self.master_port() == new.port, 10, "announced", step=0.002)
+        announced = time.monotonic()
+        return new, writable, announced
+
+    def stop(self) -> None:
+        for proc in self._procs:
+            proc.kill()
+            proc.wait()
+        self._procs.clear()
+        self.master.stop()
+        self.replica.stop()
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+    def __enter__(self) -> TempSentinels:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,134 @@
+"""What the cluster clients add, on real 3x3 clusters (Redis and Valkey, both cores): scripts on
+every node, batches split per node and merged in order, ASK during a slot migration, MOVED
+after it, admin across slots, the async client over the same router."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from typing import Any
+
+import pytest
+
+import fastlock
+from fastlock.cluster import AsyncClusterClient, ClusterClient
+from fastlock.protocol.slots import hash_tag, key_slot
+from fastlock.testing.cluster import TempCluster
+from fastlock.testing.raw import bulk_text
+
+
+def test_scripts_are_loaded_on_every_node_replicas_included(
+    client: ClusterClient, cluster: TempCluster
+) -> None:
+    assert client.lock("x", ttl=5).acquire() is not None
+    sha = client.scripts.get("lock_acquire").sha
+    for node in cluster.nodes:
+        assert node.raw_command("SCRIPT", "EXISTS", sha) == b"*1\r\n:1\r\n", node.port
+    assert len(client.nodes()) == 6 and len(client.primaries()) == 3
+
+
+def test_batches_are_split_per_node_and_merged_in_order(client: ClusterClient) -> None:
+    keys = [f"key{i}" for i in range(40)]
+    assert len({key_slot(k) // 5462 for k in keys}) == 3  # all three primaries
+    assert client.execute_many([("SET", k, i) for i, k in enumerate(keys)]) == [b"OK"] * 40
+    replies = client.execute_many([("GET", k) for k in keys] + [("INCR", "key0")])
+    assert replies == [str(i).encode() for i in range(40)] + [1]
+    with client.pipeline() as pipe:
+        pipe.execute_command("GET", "key39").execute_command("GET", "key1")
+        assert pipe.execute() == [b"39", b"1"]
+    assert client.execute("PING") == b"PONG" and b"redis_version" in client.execute("INFO", "server")
+
+
+def bucket(lock: Any) -> str:
+    """The key of the lock's main bucket (where its holders are)."""
+    return str(lock.manager.scope(lock.digest, "", lock.limit).slots[0])
+
+
+def _migrate(cluster: TempCluster, slot: int) -> tuple[Any, Any, str, str]:
+    source = cluster.primary_of(slot)
+    target = next(n for n in cluster.primaries() if n is not source)
+    source_id, target_id = cluster.node_id(source), cluster.node_id(target)
+    assert target.raw_command("CLUSTER", "SETSLOT", slot, "IMPORTING", source_id) == b"+OK\r\n"
+    assert source.raw_command("CLUSTER", "SETSLOT", slot, "MIGRATING", target_id) == b"+OK\r\n"
+    return source, target, source_id, target_id
+
+
+def _finish(cluster: TempCluster, slot: int, owner_id: str) -> None:
+    for node in cluster.primaries():
+        node.raw_command("CLUSTER", "SETSLOT", slot, "NODE", owner_id)
+    cluster.wait_stable()
+
+
+def test_ask_during_migration_then_moved_after_it(client: ClusterClient, cluster: TempCluster) -> None:
+    lock = client.lock("migrating", ttl=30)
+    slot = key_slot(bucket(lock))
+    old, new = (f"{{{hash_tag(bucket(lock).encode()).decode()}}}:{name}" for name in ("old", "new"))
+    assert client.execute("SET", old, "before") == b"OK"
+    source, target, source_id, target_id = _migrate(cluster, slot)
+    try:
+        # a key on neither node: the source answers ASK, ASKING and SET go to the target
+        assert client.execute("SET", new, "after") == b"OK"
+        assert target.raw_command("CLUSTER", "COUNTKEYSINSLOT", slot) == b":1\r\n"
+        assert client.execute("GET", old) == b"before"  # still on the source
+        assert client.execute_many([("GET", new), ("GET", old)]) == [b"after", b"before"]
+        # a multi-key script whose keys are not all on one side gets TRYAGAIN (from the
+        # target, after ASK): waited out until the migration ends, then MOVED to the target
+        threading.Timer(0.1, _finish, (cluster, slot, target_id)).start()
+        started = time.monotonic()
+        token = lock.acquire("a")
+        assert token is not None and 0.1 < time.monotonic() - started < 3
+        assert int(target.raw_command("CLUSTER", "COUNTKEYSINSLOT", slot)[1:]) > 1
+        assert lock.release("a") == token
+    finally:  # the slot back home, empty
+        for node in (source, target):
+            node.raw_command("FLUSHALL")
+        _finish(cluster, slot, source_id)
+
+
+def test_lock_admin_spans_slots(client: ClusterClient) -> None:
+    for i in range(20):
+        assert client.lock(f"job-{i}", ttl=30).acquire("me") is not None
+    buckets = {key_slot(bucket(client.lock(f"job-{i}"))) for i in range(20)}
+    assert len(buckets) > 1
+    assert isinstance(client.locks, fastlock.LockManager)
+
+
+async def _async_scenario(url: str, impl: str) -> dict[str, Any]:
+    async with AsyncClusterClient(url, impl=impl) as client:
+        tokens = []
+        for i in range(12):
+            lock = client.lock(f"job-{i}", ttl=10)
+            tokens.append(await lock.acquire("a"))
+            assert await client.lock(f"job-{i}", ttl=10).acquire("b") is None
+            assert await lock.release("a") == tokens[-1]
+        queue = client.queue("jobs", lease=5.0)
+        await queue.enqueue("payload")
+        jobs = await queue.claim()
+        assert [job.payload for job in jobs] == [b"payload"]
+        await queue.complete(jobs)
+        assert await queue.claim() == []
+        keys = [f"key{i}" for i in range(20)]
+        await client.execute_many([("SET", k, i) for i, k in enumerate(keys)])
+        replies = await client.execute_many([("GET", k) for k in keys])
+        together = await asyncio.gather(*(client.execute("GET", k) for k in keys))
+        return {"tokens": tokens, "replies": replies, "together": together, "refreshes": client.refreshes}
+
+
+def test_async_cluster_client_runs_locks_queues_and_batches(cluster_url: str, impl: str) -> None:
+    result = asyncio.run(_async_scenario(cluster_url, impl))
+    assert all(token is not None for token in result["tokens"])
+    assert result["replies"] == result["together"] == [str(i).encode() for i in range(20)]
+    assert result["refreshes"] == 1
+
+
+def test_a_seed_that_is_down_is_skipped(cluster: TempCluster, cluster_url: str, impl: str) -> None:
+    with ClusterClient("redis://127.0.0.1:1", seeds=[cluster_url], impl=impl, connect_timeout=0.5) as client:
+        assert client.execute("SET", "k", "v") == b"OK"
+        assert bulk_text(cluster.primary_of(key_slot("k")).raw_command("GET", "k")) == "v"
+
+
+@pytest.mark.parametrize("command", [("MULTI",), ("SELECT", 1)])
+def test_connection_state_commands_are_refused(client: ClusterClient, command: tuple[str, ...]) -> None:
+    with pytest.raises(fastlock.ArgumentError):
+        client.execute(*command)
