@@ -20,12 +20,12 @@ import contextlib
 import inspect
 import signal
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Any
+from typing import Any, Unpack
 
 from ..exceptions import ArgumentTypeError
 from ..queues.jobs import Job
 from ..queues.outcomes import JobTimeout
-from ..queues.policy import TRANSIENT, Act, Hook, Leases, Plan, WorkerBase
+from ..queues.policy import TRANSIENT, Act, Leases, Plan, WorkerBase, WorkerOptions
 from .queue import AsyncQueue
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -45,34 +45,11 @@ class AsyncWorker(WorkerBase[AsyncQueue]):
         self,
         queue: AsyncQueue,
         handler: Callable[[Job], Awaitable[object]],
-        *,
-        concurrency: int = 1,
-        batch: int = 10,
-        idle_wait: float = 5.0,
-        recover_limit: int = 1000,
-        job_timeout: float | None = None,
-        burst: bool = False,
-        before: Hook | None = None,
-        after: Hook | None = None,
-        on_failure: Hook | None = None,
-        on_retry: Hook | None = None,
+        **options: Unpack[WorkerOptions],
     ) -> None:
         if not isinstance(queue, AsyncQueue):
             raise ArgumentTypeError("AsyncWorker takes an AsyncQueue and a coroutine function")
-        super().__init__(
-            queue,
-            handler,
-            concurrency=concurrency,
-            batch=batch,
-            idle_wait=idle_wait,
-            recover_limit=recover_limit,
-            job_timeout=job_timeout,
-            burst=burst,
-            before=before,
-            after=after,
-            on_failure=on_failure,
-            on_retry=on_retry,
-        )
+        super().__init__(queue, handler, **options)
         self._stopping = asyncio.Event()
         self._leases = Leases()
         self._held = asyncio.Event()  # set when the heartbeat should look again

@@ -24,7 +24,7 @@ from collections.abc import Callable, Generator
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from time import monotonic
-from typing import Any, Generic, NamedTuple, Protocol, TypeVar
+from typing import Any, Generic, NamedTuple, Protocol, TypedDict, TypeVar
 
 from ..exceptions import ArgumentTypeError, LeaseLost
 from ..protocol.arguments import duration_ms
@@ -34,6 +34,7 @@ from .leases import TRANSIENT, Leases, Warnings
 from .outcomes import DeadLetter, JobTimeout, Retry, error_text
 
 __all__ = [
+    "WorkerOptions",
     "MAX_RECOVER_CALLS",
     "TRANSIENT",
     "Act",
@@ -119,6 +120,22 @@ class _Loop:
 
 
 Plan = Generator[Act, Any, None]
+
+
+class WorkerOptions(TypedDict, total=False):
+    """The options of :class:`~fastlock.Worker` and :class:`~fastlock.aio.AsyncWorker`
+    (see :class:`WorkerBase`), typed for ``**options``."""
+
+    concurrency: int
+    batch: int
+    idle_wait: float
+    recover_limit: int
+    job_timeout: float | None
+    burst: bool
+    before: Hook | None
+    after: Hook | None
+    on_failure: Hook | None
+    on_retry: Hook | None
 
 
 class WorkerBase(Generic[Q]):

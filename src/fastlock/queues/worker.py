@@ -25,12 +25,12 @@ import signal
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
-from typing import Any
+from typing import Any, Unpack
 
 from ..exceptions import ArgumentTypeError
 from .jobs import Job
 from .outcomes import DeadLetter, JobTimeout, Retry
-from .policy import TRANSIENT, Act, Hook, Leases, Plan, Tally, WorkerBase
+from .policy import TRANSIENT, Act, Leases, Plan, Tally, WorkerBase, WorkerOptions
 from .queue import Queue
 
 __all__ = ["TRANSIENT", "DeadLetter", "Heartbeat", "JobTimeout", "Retry", "Worker", "heartbeat"]
@@ -127,34 +127,11 @@ class Worker(WorkerBase[Queue]):
         self,
         queue: Queue,
         handler: Callable[[Job], object],
-        *,
-        concurrency: int = 1,
-        batch: int = 10,
-        idle_wait: float = 5.0,
-        recover_limit: int = 1000,
-        job_timeout: float | None = None,
-        burst: bool = False,
-        before: Hook | None = None,
-        after: Hook | None = None,
-        on_failure: Hook | None = None,
-        on_retry: Hook | None = None,
+        **options: Unpack[WorkerOptions],
     ) -> None:
         if not isinstance(queue, Queue):
             raise ArgumentTypeError("Worker takes a Queue and a callable handler")
-        super().__init__(
-            queue,
-            handler,
-            concurrency=concurrency,
-            batch=batch,
-            idle_wait=idle_wait,
-            recover_limit=recover_limit,
-            job_timeout=job_timeout,
-            burst=burst,
-            before=before,
-            after=after,
-            on_failure=on_failure,
-            on_retry=on_retry,
-        )
+        super().__init__(queue, handler, **options)
         self._stopping = threading.Event()
 
     def stop(self) -> None:
