@@ -11,13 +11,26 @@ This is the pattern of psycopg 3's ``generators.py``.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias, TypeVar
 
-__all__ = ["AsyncRunner", "Blocking", "Call", "Command", "Commands", "Operation", "Runner", "Sleep", "Step"]
+__all__ = [
+    "AsyncRunner",
+    "Blocking",
+    "Call",
+    "run_plan",
+    "run_plan_async",
+    "Command",
+    "Commands",
+    "Operation",
+    "Runner",
+    "Sleep",
+    "Step",
+]
 
 T = TypeVar("T")
+S = TypeVar("S")
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,3 +139,45 @@ class AsyncRunner(Protocol):
     async def run(self, operation: Operation[T]) -> T:
         """Run a multi-step operation to its end and return what it returns."""
         ...
+
+
+def run_plan(plan: Generator[S, Any, T], perform: Callable[[S], object]) -> T:
+    """Run a generator of requests (steps, or a worker's acts): each request's result from
+    ``perform`` is sent in, its ``Exception`` thrown in (the plan may handle it); anything
+    else (KeyboardInterrupt, ...) closes the plan. The one loop behind the sync drivers."""
+    result: object = None
+    failure: Exception | None = None
+    while True:
+        try:
+            request = plan.send(result) if failure is None else plan.throw(failure)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        finally:
+            failure = None  # not kept alive in a frame a traceback can reach
+        try:
+            result = perform(request)
+        except Exception as exc:  # noqa: BLE001 - thrown into the plan, which decides
+            failure, result = exc, None
+        except BaseException:
+            plan.close()
+            raise
+
+
+async def run_plan_async(plan: Generator[S, Any, T], perform: Callable[[S], Awaitable[object]]) -> T:
+    """:func:`run_plan` with ``perform`` awaited (cancellation closes the plan)."""
+    result: object = None
+    failure: Exception | None = None
+    while True:
+        try:
+            request = plan.send(result) if failure is None else plan.throw(failure)
+        except StopIteration as stop:
+            return stop.value  # type: ignore[no-any-return]
+        finally:
+            failure = None  # not kept alive in a frame a traceback can reach
+        try:
+            result = await perform(request)
+        except Exception as exc:  # noqa: BLE001 - thrown into the plan, which decides
+            failure, result = exc, None
+        except BaseException:
+            plan.close()
+            raise

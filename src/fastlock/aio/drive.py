@@ -5,9 +5,20 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 from typing import TypeVar
 
-from ..operations import AsyncRunner, Blocking, Call, Command, Commands, Operation, Sleep, Step
+from ..operations import (
+    AsyncRunner,
+    Blocking,
+    Call,
+    Command,
+    Commands,
+    Operation,
+    Sleep,
+    Step,
+    run_plan_async,
+)
 
 __all__ = ["drive"]
 
@@ -30,21 +41,6 @@ async def _perform(runner: AsyncRunner, step: Step) -> object:
 
 
 async def drive(runner: AsyncRunner, operation: Operation[T]) -> T:
-    """Run ``operation`` on ``runner``: each step's result is sent in, its ``Exception`` thrown
-    in (the operation may handle it); anything else (cancellation, ...) closes it."""
-    result: object = None
-    failure: Exception | None = None
-    while True:
-        try:
-            step = operation.send(result) if failure is None else operation.throw(failure)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        finally:
-            failure = None  # not kept alive in a frame a traceback can reach
-        try:
-            result = await _perform(runner, step)
-        except Exception as exc:  # noqa: BLE001 - thrown into the operation, which decides
-            failure, result = exc, None
-        except BaseException:
-            operation.close()
-            raise
+    """Run ``operation`` on ``runner`` (:func:`~fastlock.operations.run_plan_async`: results
+    sent in, ``Exception`` thrown in, anything else, cancellation included, closes it)."""
+    return await run_plan_async(operation, functools.partial(_perform, runner))

@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Unpack
 
 from ..exceptions import ArgumentTypeError
+from ..operations import run_plan_async
 from ..queues.jobs import Job
 from ..queues.outcomes import JobTimeout
 from ..queues.policy import TRANSIENT, Act, Leases, Plan, WorkerBase, WorkerOptions
@@ -131,22 +132,7 @@ class AsyncWorker(WorkerBase[AsyncQueue]):
     async def _drive(self, plan: Plan) -> None:
         """Run one loop's plan: each act awaited, its result sent in, its ``Exception``
         thrown in; anything else (cancellation, ...) closes it."""
-        result: Any = None
-        failure: Exception | None = None
-        while True:
-            try:
-                act = plan.send(result) if failure is None else plan.throw(failure)
-            except StopIteration:
-                return
-            finally:
-                failure = None
-            try:
-                result = await self._perform(act)
-            except Exception as exc:  # noqa: BLE001 - thrown into the plan, which decides
-                failure, result = exc, None
-            except BaseException:
-                plan.close()
-                raise
+        await run_plan_async(plan, self._perform)
 
     async def _perform(self, act: Act) -> Any:
         if act.name == "handle":

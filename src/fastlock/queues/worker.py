@@ -28,6 +28,7 @@ from types import FrameType
 from typing import Any, Unpack
 
 from ..exceptions import ArgumentTypeError
+from ..operations import run_plan
 from .jobs import Job
 from .outcomes import DeadLetter, JobTimeout, Retry
 from .policy import TRANSIENT, Act, Leases, Plan, Tally, WorkerBase, WorkerOptions
@@ -210,22 +211,7 @@ class Worker(WorkerBase[Queue]):
     def _drive(self, plan: Plan) -> None:
         """Run the plan: each act's result sent in, its ``Exception`` thrown in; anything
         else (KeyboardInterrupt, ...) closes it."""
-        result: Any = None
-        failure: Exception | None = None
-        while True:
-            try:
-                act = plan.send(result) if failure is None else plan.throw(failure)
-            except StopIteration:
-                return
-            finally:
-                failure = None
-            try:
-                result = self._perform(act)
-            except Exception as exc:  # noqa: BLE001 - thrown into the plan, which decides
-                failure, result = exc, None
-            except BaseException:
-                plan.close()
-                raise
+        run_plan(plan, self._perform)
 
     def _perform(self, act: Act) -> Any:
         if act.name == "handle":

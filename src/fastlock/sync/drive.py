@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import TypeVar
 
-from ..operations import Blocking, Call, Command, Commands, Operation, Runner, Sleep, Step
+from ..operations import Blocking, Call, Command, Commands, Operation, Runner, Sleep, Step, run_plan
 
 __all__ = ["drive"]
 
@@ -28,21 +29,6 @@ def _perform(runner: Runner, step: Step) -> object:
 
 
 def drive(runner: Runner, operation: Operation[T]) -> T:
-    """Run ``operation`` on ``runner``: each step's result is sent in, its ``Exception`` thrown
-    in (the operation may handle it); anything else (KeyboardInterrupt, ...) closes it."""
-    result: object = None
-    failure: Exception | None = None
-    while True:
-        try:
-            step = operation.send(result) if failure is None else operation.throw(failure)
-        except StopIteration as stop:
-            return stop.value  # type: ignore[no-any-return]
-        finally:
-            failure = None  # not kept alive in a frame a traceback can reach
-        try:
-            result = _perform(runner, step)
-        except Exception as exc:  # noqa: BLE001 - thrown into the operation, which decides
-            failure, result = exc, None
-        except BaseException:
-            operation.close()
-            raise
+    """Run ``operation`` on ``runner`` (:func:`~fastlock.operations.run_plan`: results sent
+    in, ``Exception`` thrown in, anything else closes it)."""
+    return run_plan(operation, functools.partial(_perform, runner))
