@@ -9,6 +9,7 @@ import pytest
 
 import fastlock
 import fastlock.queues.outcomes
+import fastlock.queues.policy
 from fastlock.queues.calls import QueueBase
 from fastlock.queues.jobs import Batch, Job, Member
 from fastlock.queues.policy import MAX_RECOVER_CALLS, Act, Leases, WorkerBase
@@ -193,7 +194,11 @@ def _held(leases: Leases) -> list[tuple[Any, list[Job]]]:
     return [(queue, list(jobs.values())) for queue, jobs in leases._held.items()]
 
 
-def test_outage_warnings_are_rate_limited_with_one_recovered_line(caplog: pytest.LogCaptureFixture) -> None:
+def test_outage_warnings_are_rate_limited_with_one_recovered_line(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the next recovery is jittered to 0.5-1.5 half leases (2.5-7.5 s here): pin it past the 3 s outage
+    monkeypatch.setattr(fastlock.queues.policy.random, "uniform", lambda low, high: high)
     clock = Clock()
     worker = Worker(clock, batch=1)
     plan = worker._looping(worker._tally(None), Leases(), "k")
