@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import fastlock
+import fastlock.aio.connection
 from fastlock.aio import Client
 from fastlock.testing.proxy import TcpProxy
 
@@ -88,6 +89,33 @@ def test_timeout_after_the_write_says_sent(run: Run, loop: str, proxy: TcpProxy,
             proxy.set_reply_delay(0)
             assert await client.execute("CLIENT", "ID") == client_id
             assert await client.execute("GET", "n") == b"2"
+
+    run(main())
+
+
+def test_a_server_that_stops_answering_has_its_connection_closed(
+    run: Run, proxy: TcpProxy, impl: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A written request still unanswered STALLED_AFTER past its deadline closes the
+    connection: the others written on it fail as sent, the next call gets a fresh one."""
+    monkeypatch.setattr(fastlock.aio.connection, "STALLED_AFTER", 0.2)
+
+    async def main() -> None:
+        async with Client(proxy.url, impl=impl, max_connections=1) as client:
+            await client.execute("PING")
+            stalled = client.pool.connections[0]
+            proxy.hold_replies()
+            with pytest.raises(fastlock.TimeoutError) as timed_out:
+                await client.execute("INCR", "n", timeout=0.05)
+            assert timed_out.value.sent is True and not stalled.closed
+            behind = asyncio.create_task(client.execute("INCR", "n"))  # no deadline of its own
+            with pytest.raises(fastlock.TimeoutError) as info:
+                await asyncio.wait_for(behind, 5)
+            assert info.value.sent is True and "stopped answering" in str(info.value)
+            assert stalled.closed and stalled not in client.pool.connections
+            proxy.release_replies()
+            assert await client.execute("GET", "n") in (None, b"1", b"2")  # may have run
+            assert client.pool.opened == 2
 
     run(main())
 

@@ -13,7 +13,10 @@ Cancellation and timeouts (the caller's future is then done before its reply cam
 - a written request keeps its place in the reply order: its reply is read and dropped, and
   the connection stays open and in step;
 - a deadline expiring sets :class:`~fastlock.TimeoutError` on the future, ``sent`` saying
-  whether the request was written. One timer per connection watches the earliest deadline.
+  whether the request was written. One timer per connection watches the earliest deadline;
+- a written request still unanswered :data:`STALLED_AFTER` seconds past its deadline means
+  the server stopped answering: the connection is closed, its other written requests fail
+  with ``TimeoutError(sent=True)`` and the pool opens a fresh one.
 
 Losing the connection fails written requests with ``ConnectionError(sent=True)`` and
 unwritten ones with ``sent=False`` (safe to send again on another connection).
@@ -32,7 +35,11 @@ from .._impl import Core
 from ..exceptions import OUT_OF_STEP, ConnectionError, ProtocolError, ResponseError, TimeoutError
 from ..params import ConnectionParams, handshake_commands
 
-__all__ = ["Connection", "open_connection"]
+__all__ = ["STALLED_AFTER", "Connection", "open_connection"]
+
+STALLED_AFTER = 5.0
+"""Seconds a written request may stay unanswered past its deadline before its connection is
+closed as stalled (a slow reply inside this grace is read and dropped, the connection kept)."""
 
 
 class _Request:
@@ -205,10 +212,19 @@ class Connection(asyncio.Protocol):
                 request.future.set_exception(
                     TimeoutError(f"no reply from {self.address} in time ({where})", sent=sent)
                 )
+                if sent:
+                    self._loop.call_later(STALLED_AFTER, self._check_stalled, request)
             elif earliest is None or deadline < earliest:
                 earliest = deadline
         if earliest is not None:
             self._arm(earliest)
+
+    def _check_stalled(self, request: _Request) -> None:
+        """Close the connection if ``request``, past its deadline, is still unanswered."""
+        if self.closed or request not in self._written:
+            return
+        message = f"{self.address} stopped answering: the connection was closed"
+        self._fail(lambda: TimeoutError(message, sent=True))
 
     # ---- closing
 
