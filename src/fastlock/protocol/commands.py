@@ -48,12 +48,25 @@ def _command_word(value: Any) -> str:
     return value.upper() if isinstance(value, str) else ""
 
 
+_ALLOWED: set[str | bytes] = set()
+"""Command names (as given) already found not refused, so that the check of a repeated
+command is one set lookup; bounded by :data:`_ALLOWED_MAX`."""
+_ALLOWED_MAX = 512
+
+
 def refuse_connection_state(args: tuple[Any, ...]) -> None:
     """Raise :class:`~fastlock.ArgumentError` for a command in :data:`REFUSED` (name and, for
     ``CLIENT``, subcommand compared case-insensitively)."""
     if not args:
         return
-    word = _command_word(args[0])
+    name = args[0]
+    if (type(name) is str or type(name) is bytes) and name in _ALLOWED:
+        return
+    word = _command_word(name)
+    if word not in REFUSED and word != "CLIENT":
+        if (type(name) is str or type(name) is bytes) and len(_ALLOWED) < _ALLOWED_MAX:
+            _ALLOWED.add(name)
+        return
     if word == "CLIENT" and len(args) > 1:
         word = f"CLIENT {_command_word(args[1])}"
     instead = REFUSED.get(word)
