@@ -27,3 +27,11 @@ def test_the_instruction_gate_reasons_are_checked() -> None:
     known = next(iter(tomllib.loads(budgets.read_text())["instructions"]["budgets"]))
     assert false_claim(f"no instruction budgets for toolchain {known}") is not None
     assert false_claim("no instruction budgets for toolchain cpython-0.0") is None
+
+
+def test_a_missing_path_budget_is_checked() -> None:
+    budgets = Path(__file__).resolve().parents[1] / "bench" / "budgets.toml"
+    toolchain, table = next(iter(tomllib.loads(budgets.read_text())["instructions"]["budgets"].items()))
+    path = next(iter(table))
+    assert false_claim(f"no instruction budget for path {path!r} on toolchain {toolchain}") is not None
+    assert false_claim(f"no instruction budget for path 'no such path' on toolchain {toolchain}") is None

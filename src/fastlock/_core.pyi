@@ -11,6 +11,7 @@ __all__ = [
     "Connection",
     "ReplyReader",
     "ScriptCaller",
+    "SlotRouter",
     "encode_command",
     "encode_evalsha",
     "encode_pipeline",
@@ -51,5 +52,17 @@ class Connection:
 class ScriptCaller:
     def __init__(
         self, pool: Any, failed: Callable[..., Any], record: Callable[..., Any], fold_at: int
+    ) -> None: ...
+    def call(self, script: Any, keys: Any, args: Any, settings: Any, busy_timeout: float | None) -> Any: ...
+
+@final
+class SlotRouter:
+    def __init__(
+        self,
+        slots: dict[Any, int],
+        routes: list[Any],
+        slot_of: Callable[[Any], int],
+        route: Callable[[int], Any],
+        failed: Callable[..., Any],
     ) -> None: ...
     def call(self, script: Any, keys: Any, args: Any, settings: Any, busy_timeout: float | None) -> Any: ...

@@ -32,8 +32,8 @@ from .protocol.arguments import argument_type_error, argument_value_error, reply
 from .protocol.replies import response_error
 
 __all__ = [
-    "DEBUG", "NOT_ENOUGH", "Connection", "ReplyReader", "ScriptCaller", "encode_command", "encode_evalsha",
-    "encode_pipeline",
+    "DEBUG", "NOT_ENOUGH", "Connection", "ReplyReader", "ScriptCaller", "SlotRouter", "encode_command",
+    "encode_evalsha", "encode_pipeline",
 ]
 
 cdef extern from *:

@@ -3,11 +3,11 @@
 It needs no compiler and no hiredis. Select it with ``FASTLOCK_IMPL=python`` (or
 ``Client(impl="python")``). Its parts: :mod:`fastlock.protocol.resp_py` (encoders and the
 reply reader) and :mod:`fastlock.sync.conn_py` (the connection and the fast path of
-``Client.call``).
+``Client.call``, routed on a cluster).
 """
 
 from .protocol.resp_py import NOT_ENOUGH, ReplyReader, encode_command, encode_evalsha, encode_pipeline
-from .sync.conn_py import Connection, ScriptCaller
+from .sync.conn_py import Connection, ScriptCaller, SlotRouter
 
 __all__ = [
     "DEBUG",
@@ -15,6 +15,7 @@ __all__ = [
     "Connection",
     "ReplyReader",
     "ScriptCaller",
+    "SlotRouter",
     "encode_command",
     "encode_evalsha",
     "encode_pipeline",

@@ -13,7 +13,15 @@ import socket
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-__all__ = ["IMPLEMENTATIONS", "Core", "CoreConnection", "CoreReader", "CoreScriptCaller", "load_core"]
+__all__ = [
+    "IMPLEMENTATIONS",
+    "Core",
+    "CoreConnection",
+    "CoreReader",
+    "CoreScriptCaller",
+    "CoreSlotRouter",
+    "load_core",
+]
 
 
 class CoreReader(Protocol):
@@ -52,6 +60,20 @@ class CoreScriptCaller(Protocol):
     def call(self, script: Any, keys: Any, args: Any, settings: Any, busy_timeout: float | None) -> Any: ...
 
 
+class CoreSlotRouter(Protocol):
+    """The cluster's ``Client.call`` fast path (``SlotRouter``): slot, node, ``ScriptCaller``."""
+
+    def __init__(
+        self,
+        slots: dict[Any, int],
+        routes: list[Any],
+        slot_of: Callable[[Any], int],
+        route: Callable[[int], Any],
+        failed: Callable[..., Any],
+    ) -> None: ...
+    def call(self, script: Any, keys: Any, args: Any, settings: Any, busy_timeout: float | None) -> Any: ...
+
+
 class Core(Protocol):
     """A core module: the encoders, the reader and the connection."""
 
@@ -65,6 +87,8 @@ class Core(Protocol):
     def ReplyReader(self) -> type[CoreReader]: ...
     @property
     def ScriptCaller(self) -> type[CoreScriptCaller]: ...
+    @property
+    def SlotRouter(self) -> type[CoreSlotRouter]: ...
     def encode_command(self, *args: Any) -> bytes: ...
     def encode_evalsha(self, sha: str | bytes, keys: Iterable[Any], args: Iterable[Any]) -> bytes: ...
     def encode_pipeline(self, commands: Iterable[tuple[Any, ...]]) -> bytes: ...
@@ -78,6 +102,7 @@ if TYPE_CHECKING:  # mypy checks both cores against the interface (a module's cl
     _CONNECTIONS: tuple[type[CoreConnection], ...] = (_cython.Connection, _python.Connection)
     _READERS: tuple[type[CoreReader], ...] = (_cython.ReplyReader, _python.ReplyReader)
     _CALLERS: tuple[type[CoreScriptCaller], ...] = (_cython.ScriptCaller, _python.ScriptCaller)
+    _ROUTERS: tuple[type[CoreSlotRouter], ...] = (_cython.SlotRouter, _python.SlotRouter)
 
 
 IMPLEMENTATIONS = {"cython": "fastlock._core", "python": "fastlock._core_py"}

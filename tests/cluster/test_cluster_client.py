@@ -86,6 +86,27 @@ def test_ask_during_migration_then_moved_after_it(client: ClusterClient, cluster
         _finish(cluster, slot, source_id)
 
 
+def test_a_script_call_follows_a_moved_slot_and_routes_there_after(
+    client: ClusterClient, cluster: TempCluster
+) -> None:
+    get = client.register_script("return redis.call('GET', KEYS[1])")
+    key = "routed"
+    slot = key_slot(key)
+    assert get([key]) is None  # the route to the slot's primary is filled
+    source = cluster.primary_of(slot)
+    target = next(n for n in cluster.primaries() if n is not source)
+    _finish(cluster, slot, cluster.node_id(target))  # the (empty) slot given to another primary
+    try:
+        assert target.raw_command("SET", key, "moved") == b"+OK\r\n"
+        assert get([key]) == b"moved"  # MOVED from the old route, followed; the route forgotten
+        assert client._slots.routes[slot] is None
+        assert [get([key]) for _ in range(3)] == [b"moved"] * 3  # the new route, filled once
+        assert client._slots.routes[slot] is client.node(("127.0.0.1", target.port))._caller
+    finally:
+        target.raw_command("FLUSHALL")
+        _finish(cluster, slot, cluster.node_id(source))
+
+
 def test_lock_admin_spans_slots(client: ClusterClient) -> None:
     for i in range(20):
         assert client.lock(f"job-{i}", ttl=30).acquire("me") is not None

@@ -85,6 +85,25 @@ def test_slot_cache_computes_each_key_once_and_stays_bounded() -> None:
     assert len(cache._slots) <= 2
 
 
+def test_routes_are_forgotten_when_a_slot_moves_or_the_map_is_read_again() -> None:
+    slots = two_nodes()
+    routes = slots.routes
+    routes[100], routes[9000] = "caller of A", "caller of B"
+    slots.move(100, B)
+    assert routes[100] is None and routes[9000] == "caller of B"
+    slots.update(parse_slots(REPLY, B))
+    assert slots.routes is routes and routes == [None] * len(routes)  # in place: the core holds it
+    assert slots.primary(100) == A  # the map read again
+
+
+def test_slot_cache_known_is_the_dict_cleared_in_place() -> None:
+    cache = SlotCache(size=1)
+    known = cache.known
+    cache("a")
+    cache("b")  # full: cleared, then filled
+    assert cache.known is known and known == {"b": key_slot("b")}
+
+
 def test_moved_patches_the_map_refreshes_and_goes_to_the_new_node() -> None:
     slots = two_nodes()
     slot = 100

@@ -25,9 +25,18 @@ def _cython_core_missing() -> bool:
     return importlib.util.find_spec("fastlock._core") is None
 
 
-def _has_budgets(toolchain: str) -> bool:
+def _budgets() -> dict[str, dict[str, int]]:
     budgets = Path(__file__).resolve().parents[2] / "bench" / "budgets.toml"
-    return toolchain in tomllib.loads(budgets.read_text())["instructions"]["budgets"]
+    tables: dict[str, dict[str, int]] = tomllib.loads(budgets.read_text())["instructions"]["budgets"]
+    return tables
+
+
+def _has_budgets(toolchain: str) -> bool:
+    return toolchain in _budgets()
+
+
+def _has_budget(path: str, toolchain: str) -> bool:
+    return path in _budgets().get(toolchain, {})
 
 
 CLAIMS: list[tuple[re.Pattern[str], Callable[[re.Match[str]], bool]]] = [
@@ -43,6 +52,10 @@ CLAIMS: list[tuple[re.Pattern[str], Callable[[re.Match[str]], bool]]] = [
         lambda m: all(shutil.which(tool) is None for tool in m.groups() if tool),
     ),
     (re.compile(r"no instruction budgets for toolchain (.+)$"), lambda m: not _has_budgets(m[1])),
+    (
+        re.compile(r"no instruction budget for path '(.+)' on toolchain (.+)$"),
+        lambda m: not _has_budget(m[1], m[2]),
+    ),
     (re.compile(r"(\w+) not installed"), lambda m: shutil.which(m[1]) is None),
     (re.compile(r"could not import '([\w.]+)'"), lambda m: importlib.util.find_spec(m[1]) is None),
 ]

@@ -116,8 +116,7 @@ class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess):
                 failure = exc
                 continue
             fresh = parse_slots(reply, address)
-            self._slots.primaries[:] = fresh.primaries
-            self._slots.replicas = fresh.replicas
+            self._slots.update(fresh)
             await self._load_scripts(fresh.nodes())
             return
         if failure is not None and self._slots.primaries[0] is None:

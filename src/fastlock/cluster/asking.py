@@ -30,10 +30,11 @@ def share_scripts(node: Any, first: Any) -> None:
 
 
 def script_commands(
-    script: Script, settings: ScriptSettings, keys: Sequence[Any], args: Sequence[Any]
+    script: Script, settings: ScriptSettings, keys: Sequence[Any], args: Sequence[Any], *, meta: bool = True
 ) -> list[tuple[Any, ...]]:
-    """``SCRIPT LOAD``, ``ASKING`` and the ``EVALSHA`` of a call of ``script``, for one write."""
-    if script.meta:
+    """``SCRIPT LOAD``, ``ASKING`` and the ``EVALSHA`` of a call of ``script``, for one write
+    (``meta``: append the script's ``#meta`` values; false when ``args`` has them)."""
+    if meta and script.meta:
         args = [*args, *meta_values(script, settings)]
     return [("SCRIPT", "LOAD", script.body), ("ASKING",), ("EVALSHA", script.sha, len(keys), *keys, *args)]
 

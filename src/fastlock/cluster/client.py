@@ -3,9 +3,13 @@
 One :class:`fastlock.Client` per node (its pool, retry policy and script-call policy, NOSCRIPT
 repaired per node), all sharing one script registry and settings. A call goes to the primary of
 the slot of its first key (:mod:`fastlock.cluster.routing`: no extra round trip); a redirect or
-a wait reply runs :func:`~fastlock.cluster.routing.redirected`. Every script is loaded on every
-node, replicas included, when the client first meets the node (``SCRIPT LOAD`` is not
-replicated since Redis 7.0): after a failover the new primary already has them.
+a wait reply runs :func:`~fastlock.cluster.routing.redirected`. A script call takes the
+standalone client's path with one step more, in the core: its ``SlotRouter`` finds the slot
+(cached per key) and the node's ``ScriptCaller`` (cached per slot in the slot map's
+``routes``), without a Python frame; redirects leave that path for :meth:`_call_failed`.
+Every script is loaded on every node, replicas included, when the client first meets the
+node (``SCRIPT LOAD`` is not replicated since Redis 7.0): after a failover the new primary
+already has them.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from ..protocol.commands import refuse_connection_state
 from ..protocol.slots import SLOTS
 from ..scripts.calling import ScriptSettings, ScriptSettingsAccess, check_loaded, load_commands, register
 from ..scripts.registry import Script
-from ..sync.client import Client, LockQueueAccess
+from ..sync.client import Client, LockQueueAccess, ScriptCalls
 from ..sync.drive import drive
 from ..sync.pipeline import BoundScript, Pipeline
 from .asking import command_commands, is_redirect, script_commands, share_scripts
@@ -42,7 +46,7 @@ _log = logging.getLogger("fastlock.cluster")
 _Send = Callable[[Client, bool], Any]
 
 
-class ClusterClient(ScriptSettingsAccess, LockQueueAccess):
+class ClusterClient(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
     """A client of a Redis/Valkey Cluster; ``url`` (and ``seeds``, more ``host:port`` or
     URLs) names nodes to read the slot map from; ``wait=(replicas, ms)`` sends ``WAIT`` after
     each lock acquire and claim, in the same write, and raises
@@ -59,13 +63,12 @@ class ClusterClient(ScriptSettingsAccess, LockQueueAccess):
         wait: tuple[int, int] | None = None,
         **options: Any,
     ) -> None:
-        self.wait = check_wait(wait)
-        """``(replicas, ms)``: ``WAIT`` after each lock acquire and claim, or ``None``."""
         self._options = options
         self._first = Client(url, **options)
         self.impl = self._first.impl
         self.params = self._first.params
         self.scripts = self._first.scripts
+        self._loaded = self.scripts.loaded
         self.script_settings = self._first.script_settings
         self._seeds = [seed_address(url)] + [seed_address(s) for s in seeds]
         self._nodes: dict[Address, Client] = {self._seeds[0]: self._first}
@@ -76,6 +79,20 @@ class ClusterClient(ScriptSettingsAccess, LockQueueAccess):
         self._map_lock = threading.Lock()
         self._loaded_on: set[Address] = set()
         self._reads = 0
+        self._router = self._first._core.SlotRouter(
+            self._slot.known, self._slots.routes, self._slot_of, self._route, self._call_failed
+        )
+        self.wait = wait
+
+    @property
+    def wait(self) -> tuple[int, int] | None:
+        """``(replicas, ms)``: ``WAIT`` after each lock acquire and claim, or ``None``."""
+        return self._wait
+
+    @wait.setter
+    def wait(self, wait: tuple[int, int] | None) -> None:
+        self._wait = check_wait(wait)
+        self._call = self._router.call if self._wait is None else self._waiting_call
 
     @classmethod
     def from_redis(cls, redis_client: Any, **kwargs: Any) -> ClusterClient:
@@ -146,8 +163,7 @@ class ClusterClient(ScriptSettingsAccess, LockQueueAccess):
                 failure = exc
                 continue
             fresh = parse_slots(reply, address)
-            self._slots.primaries[:] = fresh.primaries
-            self._slots.replicas = fresh.replicas
+            self._slots.update(fresh)
             self._load_scripts(fresh.nodes())
             return
         if failure is not None and self._slots.primaries[0] is None:
@@ -197,40 +213,54 @@ class ClusterClient(ScriptSettingsAccess, LockQueueAccess):
                 except (ResponseError, ConnectionError) as exc:
                     failure = exc
 
-    def call(
+    def _slot_of(self, keys: Sequence[Any]) -> int:
+        """The slot a call with ``keys`` goes to: its first key's, any one without keys."""
+        return self._slot(keys[0]) if keys else random.randrange(SLOTS)
+
+    def _route(self, slot: int) -> Any:
+        """The script caller of ``slot``'s primary, kept in the slot map's routes (a route
+        filled from a map changed meanwhile is wrong at most until its first ``MOVED``)."""
+        caller = self._slots.routes[slot] = self._primary(slot)._caller
+        return caller
+
+    def _call_failed(
         self,
-        name: str,
-        keys: Sequence[Any] = (),
-        args: Sequence[Any] = (),
-        *,
-        busy_timeout: float | None = None,
+        error: BaseException,
+        slot: int,
+        script: Script,
+        keys: Sequence[Any],
+        args: Sequence[Any],
+        settings: ScriptSettings,
+        busy_timeout: float | None,
     ) -> Any:
-        """Run script ``name`` on the primary of its first key's slot (see :meth:`fastlock.Client.call`)."""
-        slot = self._slot(keys[0]) if keys else random.randrange(SLOTS)
-        if self.wait is not None and name in DURABLE_SCRIPTS:
-            return self._durable_call(slot, name, keys, args)
-        try:
-            return self._primary(slot).call(name, keys, args, busy_timeout=busy_timeout)
-        except (ResponseError, ConnectionError) as exc:
-            error = exc
+        """A script call that failed with a redirect or a node down (``args`` with the meta
+        values already): the redirect plan of :func:`~fastlock.cluster.routing.redirected`."""
 
         def send(node: Client, asking: bool) -> Any:
             if asking:
-                script = self.scripts.get(name)
-                commands = script_commands(script, self.script_settings, keys, args)
+                commands = script_commands(script, settings, keys, args, meta=False)
                 return asking_reply(node.execute_many(commands), script)
-            return node.call(name, keys, args, busy_timeout=busy_timeout)
+            return node._call(script, keys, args, settings, busy_timeout)
 
         return self._follow(redirected(self._slots, slot, error), send)
 
-    def _durable_call(self, slot: int, name: str, keys: Sequence[Any], args: Sequence[Any]) -> Any:
-        script, wait = self.scripts.get(name), self.wait
-        assert wait is not None
+    def _waiting_call(
+        self,
+        script: Script,
+        keys: Sequence[Any],
+        args: Sequence[Any],
+        settings: ScriptSettings,
+        busy_timeout: float | None,
+    ) -> Any:
+        """The script call with ``wait`` set: lock acquires and claims followed by ``WAIT``."""
+        wait = self._wait
+        if wait is None or script.name not in DURABLE_SCRIPTS:
+            return self._router.call(script, keys, args, settings, busy_timeout)
 
         def send(node: Client, asking: bool) -> Any:
-            return durable_call(node, script, self.script_settings, keys, args, wait, asking)
+            return durable_call(node, script, settings, keys, args, wait, asking, meta=False)
 
-        return self._command_at(slot, send)
+        return self._command_at(self._slot_of(keys), send)
 
     def _command(self, args: tuple[Any, ...], send: _Send) -> Any:
         key = command_key(args)
@@ -325,16 +355,18 @@ def durable_call(
     args: Sequence[Any],
     wait: tuple[int, int],
     asking: bool = False,
+    meta: bool = True,
 ) -> Any:
-    """Call ``script`` then ``WAIT`` in one write on ``node`` (loading the script on ``NOSCRIPT``)."""
+    """Call ``script`` then ``WAIT`` in one write on ``node`` (loading the script on
+    ``NOSCRIPT``; ``meta``: append the script's ``#meta`` values, false when ``args`` has them)."""
     try:
         return durable_reply(
-            node.execute_many(durable_commands(script, settings, keys, args, wait, asking=asking)),
+            node.execute_many(durable_commands(script, settings, keys, args, wait, asking=asking, meta=meta)),
             script,
             wait[0],
         )
     except NoScriptError:
-        commands = durable_commands(script, settings, keys, args, wait, load=True)
+        commands = durable_commands(script, settings, keys, args, wait, load=True, meta=meta)
         return durable_reply(node.execute_many(commands), script, wait[0])
 
 

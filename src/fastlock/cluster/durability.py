@@ -52,10 +52,12 @@ def durable_commands(
     *,
     load: bool = False,
     asking: bool = False,
+    meta: bool = True,
 ) -> list[tuple[Any, ...]]:
     """The call of ``script`` then ``WAIT``, for one write (``load``: ``SCRIPT LOAD`` first;
-    ``asking``: ``ASKING`` just before the call, the script loaded)."""
-    if script.meta:
+    ``asking``: ``ASKING`` just before the call, the script loaded; ``meta``: append the
+    script's ``#meta`` values, false when ``args`` has them)."""
+    if meta and script.meta:
         args = [*args, *meta_values(script, settings)]
     commands: list[tuple[Any, ...]] = [("SCRIPT", "LOAD", script.body)] if load or asking else []
     if asking:

@@ -99,13 +99,19 @@ def command_key(args: Sequence[Any]) -> Any:
 
 class SlotCache:
     """``key -> slot``, computed once per key (a lock's or queue's keys recur on every call);
-    at most ``size`` keys, forgotten all at once when full."""
+    at most ``size`` keys, forgotten all at once when full. ``known`` is the dict itself
+    (the core's ``SlotRouter`` reads it without a call; only ever cleared in place)."""
 
     __slots__ = ("_slots", "size")
 
     def __init__(self, size: int = 4096) -> None:
         self._slots: dict[Any, int] = {}
         self.size = size
+
+    @property
+    def known(self) -> dict[Any, int]:
+        """The slots computed so far, by key."""
+        return self._slots
 
     def __call__(self, key: Any) -> int:
         try:

@@ -29,10 +29,14 @@ REFRESH_COOLDOWN = 0.34
 
 @dataclass(slots=True)
 class SlotMap:
-    """The primary serving each slot (``None``: no one) and the replicas of each primary."""
+    """The primary serving each slot (``None``: no one) and the replicas of each primary;
+    ``routes``: what a transport keeps per slot to reach its primary fast (the sync client:
+    the node's script caller), ``None`` until it fills it, and again whenever the slot's
+    primary changes (:meth:`move`, :meth:`update`). Each list is only changed in place."""
 
     primaries: list[Address | None] = field(default_factory=lambda: [None] * SLOTS)
     replicas: dict[Address, list[Address]] = field(default_factory=dict)
+    routes: list[Any] = field(default_factory=lambda: [None] * SLOTS, repr=False, compare=False)
 
     def primary(self, slot: int) -> Address:
         """The primary serving ``slot``; :class:`~fastlock.ClusterDownError` if none does."""
@@ -45,6 +49,13 @@ class SlotMap:
         """Record that ``slot`` is now served by ``address`` (a ``MOVED`` reply)."""
         if 0 <= slot < SLOTS:
             self.primaries[slot] = address
+            self.routes[slot] = None
+
+    def update(self, fresh: SlotMap) -> None:
+        """Take the primaries and replicas of ``fresh`` (a map just read); every route is forgotten."""
+        self.primaries[:] = fresh.primaries
+        self.replicas = fresh.replicas
+        self.routes[:] = [None] * SLOTS
 
     def nodes(self) -> list[Address]:
         """Every node known: primaries (in slot order, each once), then their replicas."""

@@ -1,7 +1,8 @@
 # The fast path of ``Client.call`` (included by ``_core.pyx``): a connection from the pool,
 # EVALSHA on it (its command name and sha encoded once per script), the connection back and
-# the call's duration in the script's stats, without a Python frame. The pure-Python twin
-# is ``ScriptCaller`` in ``sync/conn_py.py``.
+# the call's duration in the script's stats, without a Python frame; on a cluster,
+# ``SlotRouter`` picks the ScriptCaller of the primary of the first key's slot first. The
+# pure-Python twins are in ``sync/conn_py.py``.
 
 
 cdef inline double _monotonic():
@@ -39,6 +40,9 @@ cdef class ScriptCaller:
         self._heads = {}
 
     def call(self, script, keys, args, settings, busy_timeout):
+        return self._call(script, keys, args, settings, busy_timeout)
+
+    cdef object _call(self, script, keys, args, settings, busy_timeout):
         cdef double start = _monotonic()
         cdef Connection conn
         cdef list durations
@@ -73,3 +77,43 @@ cdef class ScriptCaller:
         else:
             durations.append(seconds)
         return result
+
+
+@cython.final
+cdef class SlotRouter:
+    """``ClusterClient``'s script call (its ``Client.call`` fast path): the slot of the first
+    key from ``slots`` (``key -> slot``, kept by the caller), else ``slot_of(keys)`` (a
+    miss, or no keys); the ``ScriptCaller`` of that slot's primary from ``routes`` (one entry
+    per slot), else ``route(slot)`` (``None`` there: it finds the node and fills the entry);
+    then the call. A ``ResponseError`` or ``ConnectionError`` (a redirect, a node down) goes
+    to ``failed(exc, slot, script, keys, args, settings, busy_timeout)``, which returns the
+    result or raises. No Python frame between ``Client.call`` and the ``ScriptCaller``.
+    """
+
+    cdef dict _slots
+    cdef list _routes
+    cdef object _slot_of
+    cdef object _route
+    cdef object _failed
+
+    def __init__(self, dict slots, list routes, slot_of, route, failed):
+        self._slots = slots
+        self._routes = routes
+        self._slot_of = slot_of
+        self._route = route
+        self._failed = failed
+
+    def call(self, script, keys, args, settings, busy_timeout):
+        cdef object found = None
+        if keys:
+            found = self._slots.get(keys[0])
+        if found is None:
+            found = self._slot_of(keys)
+        cdef Py_ssize_t slot = found
+        caller = self._routes[slot]
+        if caller is None:
+            caller = self._route(slot)
+        try:
+            return (<ScriptCaller?>caller)._call(script, keys, args, settings, busy_timeout)
+        except (ResponseError, ConnectionError) as exc:
+            return self._failed(exc, slot, script, keys, args, settings, busy_timeout)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from time import monotonic
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
@@ -50,7 +50,15 @@ from .drive import drive
 from .pipeline import BoundScript, Pipeline
 from .pool import ConnectionPool
 
-__all__ = ["BLOCKING_MARGIN", "MAX_RELOADS", "BoundScript", "Client", "LockQueueAccess", "Pipeline"]
+__all__ = [
+    "BLOCKING_MARGIN",
+    "MAX_RELOADS",
+    "BoundScript",
+    "Client",
+    "LockQueueAccess",
+    "Pipeline",
+    "ScriptCalls",
+]
 
 T = TypeVar("T")
 _KEEP_CONNECTION = (ResponseError, ArgumentError, ArgumentTypeError)
@@ -88,7 +96,47 @@ class LockQueueAccess:
         return self.locks.lock(name, digest=digest, queue=queue, args=args, **options)
 
 
-class Client(ScriptSettingsAccess, LockQueueAccess):
+class ScriptCalls:
+    """``call`` for the standalone and the cluster clients: the script looked up and its
+    ``#meta`` values appended, then ``self._call(script, keys, args, settings, busy_timeout)``,
+    the core's fast path: a ``ScriptCaller``'s (:class:`Client`) or a ``SlotRouter``'s
+    (:class:`~fastlock.cluster.ClusterClient`)."""
+
+    _loaded: Mapping[str, Script]
+    scripts: ScriptRegistry
+    script_settings: ScriptSettings
+    _call: Callable[..., Any]
+
+    def run(self, operation: Operation[T]) -> T:
+        raise NotImplementedError
+
+    def call(
+        self,
+        name: str,
+        keys: Sequence[Any] = (),
+        args: Sequence[Any] = (),
+        *,
+        busy_timeout: float | None = None,
+    ) -> Any:
+        """Run script ``name`` with ``keys`` and ``args`` and return its reply.
+
+        ``busy_timeout`` overrides the client's for this call. Raises a
+        :class:`~fastlock.LuaError` when the script fails, :class:`~fastlock.ScriptBusyError`
+        when the server stays busy, :class:`~fastlock.ScriptNotFoundError` for an unknown name.
+        """
+        try:
+            script = self._loaded[name]
+        except KeyError:
+            script = self.scripts.get(name)
+        settings = self.script_settings
+        if script.meta:
+            if settings.server_version is None and "server_version" in script.meta:
+                self.run(read_server_version(settings))
+            args = [*args, *meta_values(script, settings)]
+        return self._call(script, keys, args, settings, busy_timeout)
+
+
+class Client(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
     """A Redis/Valkey client for hot loops.
 
     ``url`` is ``redis://[user:password@]host[:port][/db]``, ``rediss://...`` for TLS or
@@ -135,9 +183,10 @@ class Client(ScriptSettingsAccess, LockQueueAccess):
             timeout=pool_timeout,
             health_check_interval=health_check_interval,
         )
-        self._call = self._core.ScriptCaller(
+        self._caller = self._core.ScriptCaller(
             self._pool, self._script_failed, record_call, ScriptStats.FOLD_AT
-        ).call
+        )
+        self._call = self._caller.call
 
     @classmethod
     def from_redis(cls, redis_client: Any, **kwargs: Any) -> Client:
@@ -244,31 +293,6 @@ class Client(ScriptSettingsAccess, LockQueueAccess):
     def run(self, operation: Operation[T]) -> T:
         """Run a multi-step :data:`~fastlock.operations.Operation` with blocking calls."""
         return drive(self, operation)
-
-    def call(
-        self,
-        name: str,
-        keys: Sequence[Any] = (),
-        args: Sequence[Any] = (),
-        *,
-        busy_timeout: float | None = None,
-    ) -> Any:
-        """Run script ``name`` with ``keys`` and ``args`` and return its reply.
-
-        ``busy_timeout`` overrides the client's for this call. Raises a
-        :class:`~fastlock.LuaError` when the script fails, :class:`~fastlock.ScriptBusyError`
-        when the server stays busy, :class:`~fastlock.ScriptNotFoundError` for an unknown name.
-        """
-        try:
-            script = self._loaded[name]
-        except KeyError:
-            script = self.scripts.get(name)
-        settings = self.script_settings
-        if script.meta:
-            if settings.server_version is None and "server_version" in script.meta:
-                self.run(read_server_version(settings))
-            args = [*args, *meta_values(script, settings)]
-        return self._call(script, keys, args, settings, busy_timeout)
 
     def script(self, name: str) -> BoundScript:
         """Script ``name`` as a callable: ``client.script(name)(keys, args)``."""

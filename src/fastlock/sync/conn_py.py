@@ -13,7 +13,7 @@ from typing import Any, final
 from ..exceptions import OUT_OF_STEP, ConnectionError, ProtocolError, ResponseError, TimeoutError
 from ..protocol.resp_py import NOT_ENOUGH, ReplyReader, put_command, put_evalsha, put_pipeline
 
-__all__ = ["Connection", "ScriptCaller"]
+__all__ = ["Connection", "ScriptCaller", "SlotRouter"]
 
 _READ_SIZE = 65536
 _TIMEOUTS = (builtins.TimeoutError, BlockingIOError)
@@ -178,3 +178,35 @@ class ScriptCaller:
         else:
             durations.append(seconds)
         return result
+
+
+@final
+class SlotRouter:
+    """The twin of the Cython core's ``SlotRouter`` (``sync/call.pxi``): routes a script call
+    to the ``ScriptCaller`` of the primary of its first key's slot, in the same steps."""
+
+    def __init__(
+        self,
+        slots: dict[Any, int],
+        routes: list[Any],
+        slot_of: Callable[[Any], int],
+        route: Callable[[int], Any],
+        failed: Callable[..., Any],
+    ) -> None:
+        self._slots = slots
+        self._routes = routes
+        self._slot_of = slot_of
+        self._route = route
+        self._failed = failed
+
+    def call(self, script: Any, keys: Any, args: Any, settings: Any, busy_timeout: float | None) -> Any:
+        slot = self._slots.get(keys[0]) if keys else None
+        if slot is None:
+            slot = self._slot_of(keys)
+        caller = self._routes[slot]
+        if caller is None:
+            caller = self._route(slot)
+        try:
+            return caller.call(script, keys, args, settings, busy_timeout)
+        except (ResponseError, ConnectionError) as exc:
+            return self._failed(exc, slot, script, keys, args, settings, busy_timeout)
