@@ -5,7 +5,8 @@ nodes with ``cluster-node-timeout 500``, joined by ``CLUSTER MEET``, slots given
 ``CLUSTER ADDSLOTSRANGE`` (three even ranges), one replica per primary by ``CLUSTER
 REPLICATE``; ready (every node sees ``cluster_state:ok`` and the full ``CLUSTER SLOTS``) in
 about two seconds. :meth:`TempCluster.failover` and :meth:`TempCluster.kill_primary` move a
-primary's slots to its replica, cleanly or by ``kill -9``.
+primary's slots to its replica, cleanly or by ``kill -9``; :meth:`TempCluster.revive` brings a
+killed node back (as a replica).
 """
 
 from __future__ import annotations
@@ -52,10 +53,21 @@ class ClusterNode(TempServer):
     range for the ephemeral ports TempServer picks)."""
 
     bus_port = 0
+    _same_bus = False
 
     def _command_line(self) -> list[str]:
-        self.bus_port = free_port()
+        if not self._same_bus:
+            self.bus_port = free_port()
         return [*super()._command_line(), *CLUSTER_ARGS, "--cluster-port", str(self.bus_port)]
+
+    def restart(self) -> None:
+        """Start again on the same ports (the others know its bus port) with its
+        ``nodes.conf``, its data lost: it rejoins the cluster as it left it."""
+        self._same_bus = True
+        try:
+            super().restart()
+        finally:
+            self._same_bus = False
 
 
 def _info(server: TempServer, section: str) -> dict[str, str]:
@@ -159,6 +171,14 @@ class TempCluster:
         replica = self.replica_of(primary)
         primary.kill()
         return primary, replica
+
+    def revive(self, node: TempServer, timeout: float = 15) -> float:
+        """Restart a killed ``node`` and wait until the cluster is stable again (it rejoins
+        as a replica of whoever took its slots and syncs from it); the seconds it took."""
+        start = time.monotonic()
+        node.restart()
+        self.wait_stable(timeout)
+        return time.monotonic() - start
 
     def stop(self) -> None:
         for node in self.nodes:
