@@ -45,8 +45,10 @@ class Shared:
     progress: Any
     stop: Any
 
-    def made_progress(self, start: int) -> None:
-        i = phase_of(self.phases, start)
+    def made_progress(self, start: int, kind: int = 0) -> None:
+        """Count one success of ``kind`` (0: a lock cycle or completion; 1: a stale completion
+        refused) in the phase of its ``start``."""
+        i = phase_of(self.phases, start) + kind * len(self.phases)
         with self.progress.get_lock():
             self.progress[i] += 1
 
@@ -57,7 +59,7 @@ class Report:
 
     me: str
     events: list[tuple[Any, ...]] = field(default_factory=list)
-    claims: list[tuple[str, int, int, int]] = field(default_factory=list)
+    claims: list[tuple[str, str, int, int, int]] = field(default_factory=list)
     errors: Counter[str] = field(default_factory=Counter)
     samples: dict[str, str] = field(default_factory=dict)
     failure: str | None = None
@@ -126,45 +128,74 @@ def _give_back(lock: Any, job: str, report: Report, shared: Shared) -> None:
 
 
 STALE_EVERY = 6
-"""Every STALE_EVERY-th claim is taken with a short lease and completed only once the worker
-has seen the lease lost (recovered, re-claimed or completed by another): a stale completion."""
+"""Every STALE_EVERY-th turn is a stale cycle on the worker's own queue (in the same slot):
+claim a job with a short lease, recover until the server shows the lease gone, claim it again
+(a short queue: it comes back at once), then complete it with the first claim (stale: must be
+refused) and with the second."""
 
 
 def claim_worker(
     url: str, wait: tuple[int, int] | None, queue_name: str, me: str, shared: Shared, out: Any
 ) -> None:
-    """Claim and complete jobs one at a time until stopped. ``report.claims``: ``(job id,
-    token, start, end)`` of each claim that returned; ``report.events``: ``(job id, token,
-    start, end, outcome, stale)`` per completion attempt, ``outcome`` "ok", "lost"
-    (:class:`LeaseLost`) or "error" (may have run: sent again until ok or lost)."""
+    """Claim and complete jobs of ``queue_name`` one at a time until stopped, with stale
+    cycles on ``queue_name + "-" + me``. ``report.claims``: ``(queue, job id, token, start, end)``
+    of each claim that returned; ``report.events``: ``(job id, token, start, end, outcome,
+    stale)`` per completion attempt, ``outcome`` "ok", "lost" (:class:`LeaseLost`) or
+    "error" (may have run: sent again until ok or lost)."""
     report = Report(me)
 
     def body() -> None:
         with ClusterClient(url, wait=wait) as client:
-            queue = client.queue(queue_name, lease=10.0)
+            queue, own = client.queue(queue_name, lease=10.0), client.queue(f"{queue_name}-{me}", lease=10.0)
             n = 0
             while not shared.stop.is_set():
                 n += 1
-                stale = n % STALE_EVERY == 0
-                start = tick(shared.clock)
-                try:
-                    jobs = queue.claim(1, lease=0.2 if stale else None)
-                except fastlock.FastlockError as exc:  # ReplicationError: leased, comes back by recover
-                    _count(report, exc, shared, "claim")
-                    time.sleep(0.01)
+                if n % STALE_EVERY == 0:
+                    _stale_cycle(own, report, shared)
                     continue
-                end = tick(shared.clock)
-                report.claims.extend((job.id, job.token, start, end) for job in jobs)
+                jobs = _claim(queue, None, report, shared)
+                if jobs is None:
+                    continue
                 if not jobs:
                     _recover(queue, report, shared)
                     time.sleep(0.01)
                     continue
-                if stale and not _lease_lost(queue, jobs[0], report, shared):
-                    report.errors["stale lease never seen lost"] += 1
-                _complete(queue, jobs, stale, report, shared)
+                _complete(queue, jobs, False, report, shared)
                 time.sleep(0.005)  # a pace that keeps jobs for every phase
 
     _run(report, out, body)
+
+
+def _claim(queue: Any, lease: float | None, report: Report, shared: Shared) -> list[Any] | None:
+    """One job claimed (recorded), none, or ``None`` after an error (counted)."""
+    start = tick(shared.clock)
+    try:
+        jobs = queue.claim(1, lease=lease)
+    except fastlock.FastlockError as exc:  # ReplicationError: leased, comes back by recover
+        _count(report, exc, shared, "claim")
+        time.sleep(0.01)
+        return None
+    end = tick(shared.clock)
+    report.claims.extend((queue.name, job.id, job.token, start, end) for job in jobs)
+    return list(jobs)
+
+
+def _stale_cycle(queue: Any, report: Report, shared: Shared) -> None:
+    first = _claim(queue, 0.2, report, shared)
+    if not first:
+        if first is not None:
+            try:
+                queue.enqueue(b"stale")  # not WAITed: if the kill loses it, the next cycle adds one
+            except fastlock.FastlockError as exc:
+                _count(report, exc, shared, "enqueue")
+        return
+    if not _lease_lost(queue, first[0], report, shared):
+        report.errors["stale lease never seen lost"] += 1
+        return
+    again = _claim(queue, None, report, shared)
+    _complete(queue, first, True, report, shared)
+    if again:
+        _complete(queue, again, False, report, shared)
 
 
 def _recover(queue: Any, report: Report, shared: Shared) -> None:
@@ -204,6 +235,8 @@ def _complete(queue: Any, jobs: list[Any], stale: bool, report: Report, shared: 
                 report.events.append(
                     (job.id, job.token, start, end, "lost" if job.id in lost else "ok", stale)
                 )
+            if stale and lost:
+                shared.made_progress(start, 1)
             return
         except fastlock.FastlockError as exc:
             _count(report, exc, shared, "complete")
