@@ -22,8 +22,9 @@ processes (chaos_workers.py):
   in the same slot, where a recovered job is claimed again at once.
 
 Errors that failover allows (connection lost, may have run, short of replicas, cluster down)
-are counted by type and phase and printed; any other error fails the test, and progress is
-asserted in each phase.
+are counted by type and phase and printed (phase 2 begins once the kill returned, so errors of
+the kill itself mostly count in phase 1); any other error fails the test, and progress is
+asserted in each phase (for claims, a refused stale completion too).
 """
 
 from __future__ import annotations
