@@ -9,7 +9,7 @@ import pytest
 
 from fastlock.cluster import AsyncClusterClient, ClusterClient
 from fastlock.cluster.durability import ReplicationError, check_wait, durable_commands, durable_reply
-from fastlock.exceptions import NoScriptError
+from fastlock.exceptions import NoScriptError, ResponseError
 from fastlock.scripts.calling import ScriptSettings
 from fastlock.scripts.registry import ScriptRegistry
 
@@ -27,6 +27,10 @@ def test_commands_and_replies_without_a_server() -> None:
     assert short.value.reply == 7 and short.value.acked == 0
     with pytest.raises(NoScriptError):
         durable_reply([NoScriptError("NOSCRIPT No matching script."), 0], script, 1)
+    unblocked = ResponseError("UNBLOCKED force unblock from blocking operation, instance state changed")
+    with pytest.raises(ReplicationError) as failed:  # WAIT cut by a CLUSTER FAILOVER: the script ran
+        durable_reply([7, unblocked], script, 1)
+    assert failed.value.reply == 7 and failed.value.acked == 0 and failed.value.__cause__ is unblocked
     for wrong in ((0, 10), (1, -1), (1.5, 10)):
         with pytest.raises(ValueError):
             check_wait(wrong)  # type: ignore[arg-type]

@@ -67,15 +67,18 @@ def durable_commands(
 
 def durable_reply(replies: Sequence[Any], script: Script, wanted: int) -> Any:
     """The script's reply from the replies of :func:`durable_commands`; raises its error (a
-    ``NOSCRIPT`` or a redirect unchanged: the caller sends again) or :class:`ReplicationError`."""
+    ``NOSCRIPT`` or a redirect unchanged: the caller sends again) or :class:`ReplicationError`
+    (too few replicas, or ``WAIT`` itself failed after the script ran)."""
     for earlier in replies[:-2]:
         if isinstance(earlier, ResponseError):
             raise earlier
     reply, acked = replies[-2], replies[-1]
     if isinstance(reply, ResponseError):
         raise lua_error(reply, script)
-    if isinstance(acked, ResponseError):
-        raise acked
+    if isinstance(acked, ResponseError):  # e.g. UNBLOCKED: the primary was demoted meanwhile
+        raise ReplicationError(
+            f"{script.name}: WAIT failed ({acked}) (the script ran)", reply=reply, acked=0, wanted=wanted
+        ) from acked
     if acked < wanted:
         raise ReplicationError(
             f"{script.name}: {acked} of {wanted} replicas acknowledged in time (the script ran)",

@@ -5,7 +5,8 @@ nodes with ``cluster-node-timeout 500``, joined by ``CLUSTER MEET``, slots given
 ``CLUSTER ADDSLOTSRANGE`` (three even ranges), one replica per primary by ``CLUSTER
 REPLICATE``; ready (every node sees ``cluster_state:ok`` and the full ``CLUSTER SLOTS``) in
 about two seconds. :meth:`TempCluster.failover` and :meth:`TempCluster.kill_primary` move a
-primary's slots to its replica, cleanly or by ``kill -9``.
+primary's slots to its replica, cleanly or by ``kill -9``; :meth:`TempCluster.revive` brings a
+killed node back as a new replica.
 """
 
 from __future__ import annotations
@@ -52,10 +53,21 @@ class ClusterNode(TempServer):
     range for the ephemeral ports TempServer picks)."""
 
     bus_port = 0
+    _same_bus = False
 
     def _command_line(self) -> list[str]:
-        self.bus_port = free_port()
+        if not self._same_bus:
+            self.bus_port = free_port()
         return [*super()._command_line(), *CLUSTER_ARGS, "--cluster-port", str(self.bus_port)]
+
+    def restart(self) -> None:
+        """Start again on the same ports (the others know its bus port) with its
+        ``nodes.conf``, its data lost: it rejoins the cluster as it left it."""
+        self._same_bus = True
+        try:
+            super().restart()
+        finally:
+            self._same_bus = False
 
 
 def _info(server: TempServer, section: str) -> dict[str, str]:
@@ -159,6 +171,37 @@ class TempCluster:
         replica = self.replica_of(primary)
         primary.kill()
         return primary, replica
+
+    def revive(self, node: ClusterNode, timeout: float = 15) -> float:
+        """Bring a killed ``node`` back as a new, empty node (same ports, fresh ``nodes.conf``)
+        and make it the replica of the primary left without one; wait until stable. The old
+        node id is forgotten first. (Restarting with its old ``nodes.conf`` would let it serve
+        its former slots, empty, until it hears of the promotion.) The seconds it took."""
+        start = time.monotonic()
+        conf = node.dir / "nodes.conf"
+        old_id = next(line.split()[0] for line in conf.read_text().splitlines() if "myself" in line)
+        for other in self.nodes:
+            if other.pid is not None:
+                other.raw_command("CLUSTER", "FORGET", old_id)  # an error: it had forgotten it
+        for stale in (conf, *node.dir.glob("*.rdb")):  # a replica's sync left its data on disk
+            stale.unlink()
+        node.restart()
+        orphan = next(p for p in self.primaries() if p is not node and not self._has_replica(p))
+        _ok(orphan.raw_command("CLUSTER", "MEET", HOST, node.port, node.bus_port))
+        total = sum(n.pid is not None for n in self.nodes)
+        for other in self.nodes:
+            if other.pid is not None:
+                wait_until(functools.partial(_knows, other, total), timeout, "met")
+        _ok(node.raw_command("CLUSTER", "REPLICATE", self.node_id(orphan)))
+        self.wait_stable(timeout)
+        return time.monotonic() - start
+
+    def _has_replica(self, primary: TempServer) -> bool:
+        try:
+            self.replica_of(primary)
+        except ServerError:
+            return False
+        return True
 
     def stop(self) -> None:
         for node in self.nodes:
