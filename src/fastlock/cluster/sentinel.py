@@ -131,8 +131,8 @@ class SentinelClient(SentinelBase[Client], LockQueueAccess):
         watch, core = self._watch, sentinel._core
         conn = open_connection(sentinel.params, core)  # the handshake done
         try:
-            sock, reader = conn.sock, core.ReplyReader()
-            sock.sendall(core.encode_pipeline(watch.subscribe((), time.monotonic())))
+            sock = conn.sock
+            sock.sendall(watch.subscribe(core, (), time.monotonic()))
             while not self._closed.is_set():
                 if watch.poll_due(time.monotonic()):
                     self._check()
@@ -141,12 +141,8 @@ class SentinelClient(SentinelBase[Client], LockQueueAccess):
                     data = sock.recv(65536)
                 except _READ_TIMEOUTS:
                     continue
-                if not data:
-                    raise ConnectionError("the sentinel closed the subscription", sent=False)
-                reader.feed(data)
-                while (reply := reader.gets()) is not core.NOT_ENOUGH:
-                    if (address := watch.read(reply)) is not None and address != self.master:
-                        self._check(address)
+                if (address := watch.received(data, self.master)) is not None:
+                    self._check(address)
         finally:
             conn.close()
 

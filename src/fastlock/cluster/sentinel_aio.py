@@ -97,8 +97,7 @@ class AsyncSentinelClient(SentinelBase[Client], AsyncLockQueueAccess):
                 server_hostname=params.host if params.ssl_context else None,
             )
         try:
-            reader = core.ReplyReader()
-            writer.write(core.encode_pipeline(watch.subscribe(handshake_commands(params), time.monotonic())))
+            writer.write(watch.subscribe(core, handshake_commands(params), time.monotonic()))
             while True:
                 if watch.poll_due(time.monotonic()):
                     await self._check()
@@ -107,12 +106,8 @@ class AsyncSentinelClient(SentinelBase[Client], AsyncLockQueueAccess):
                         data = await stream.read(65536)
                 except TimeoutError:
                     continue
-                if not data:
-                    raise ConnectionError("the sentinel closed the subscription", sent=False)
-                reader.feed(data)
-                while (reply := reader.gets()) is not core.NOT_ENOUGH:
-                    if (address := watch.read(reply)) is not None and address != self.master:
-                        await self._check(address)
+                if (address := watch.received(data, self.master)) is not None:
+                    await self._check(address)
         finally:
             writer.close()
 

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any, Generic, Protocol, TypeVar
 
+from .._impl import Core, CoreReader
 from ..exceptions import ConnectionError, ReadOnlyError, ResponseError
 from ..params import ConnectionParams
 from ..scripts.calling import ScriptSettings, ScriptSettingsAccess
@@ -90,19 +91,35 @@ class Watch:
         self._failures = 0
         self._handshake = 0
         self._next_poll: float | None = None
+        self._reader: CoreReader | None = None
+        self._not_enough: Any = None
 
-    def subscribe(self, handshake: Sequence[tuple[Any, ...]], now: float) -> list[tuple[Any, ...]]:
-        """The commands a new subscription sends in one write: ``handshake`` (whose replies
-        :meth:`read` checks first) and ``SUBSCRIBE``. The poll that follows is due ``now``:
-        a message may have been missed while there was no subscription."""
+    def subscribe(self, core: Core, handshake: Sequence[tuple[Any, ...]], now: float) -> bytes:
+        """What a new subscription sends, in one write: ``handshake`` (whose replies
+        :meth:`received` checks first) and ``SUBSCRIBE``. A poll is due ``now``: a message
+        may have been missed while there was no subscription."""
         self.subscribed = False
+        self._reader, self._not_enough = core.ReplyReader(), core.NOT_ENOUGH
         self._handshake = len(handshake)
         self._next_poll = now
-        return [*handshake, ("SUBSCRIBE", SWITCH_CHANNEL)]
+        return core.encode_pipeline([*handshake, ("SUBSCRIBE", SWITCH_CHANNEL)])
 
-    def read(self, reply: Any) -> Address | None:
-        """The master a reply read on the subscription announces (``None``: none); an error
-        reply is raised (the subscription is then closed and :meth:`lost`)."""
+    def received(self, data: bytes, master: Address) -> Address | None:
+        """The new master the ``data`` read on the subscription announce, unless it is
+        ``master`` (``None``: no news). An error reply is raised, as is the end of the
+        stream (``data`` empty: a ConnectionError); the subscription is then :meth:`lost`."""
+        if not data:
+            raise ConnectionError("the sentinel closed the subscription", sent=False)
+        reader = self._reader
+        assert reader is not None, "subscribe() first"
+        reader.feed(data)
+        news = None
+        while (reply := reader.gets()) is not self._not_enough:
+            address = self._read(reply)
+            news = news if address is None else address
+        return None if news == master else news
+
+    def _read(self, reply: Any) -> Address | None:
         if isinstance(reply, ResponseError):
             raise reply
         if self._handshake:
