@@ -71,6 +71,8 @@ def switch_message(reply: Any, service: str) -> Address | None:
     fields = _text(reply[2]).split()
     if _text(reply[1]) != SWITCH_CHANNEL or len(fields) != 5 or fields[0] != service:
         return None
+    if not fields[4].isdigit():
+        return None
     return fields[3], int(fields[4])
 
 
