@@ -2,56 +2,54 @@
 Sentinels name, following failovers.
 
 The master is found by ``SENTINEL GET-MASTER-ADDR-BY-NAME`` (each sentinel in turn) and
-verified by ``ROLE`` before use. It is followed in two ways: a watcher thread asks a sentinel
-every ``poll_interval`` seconds (a demoted master may accept writes for seconds after the
-sentinels announced its successor, so waiting for an error is not enough), and a
-``READONLY`` reply or a connection error before the write (the topology moved) makes the
-call find the master again and run again, until ``failover_timeout``. Like everywhere else,
-what may have run (a timeout, a connection lost after the write) is raised, never re-sent.
+verified by ``ROLE`` before use. It is followed in three ways:
+
+- a watcher thread holds a ``SUBSCRIBE +switch-master`` connection to one sentinel and
+  switches to the master each message about the service announces (verified by ``ROLE``);
+  when that connection is lost it subscribes to the next sentinel and asks for the master
+  at once (a message may have been missed meanwhile);
+- the same thread asks a sentinel every ``poll_interval`` seconds, a safety net for a lost
+  message (a demoted master may accept writes for a while after the sentinels announced its
+  successor, so waiting for an error is not enough);
+- a ``READONLY`` reply or a connection error before the write (the topology moved) makes the
+  call find the master again and run again, until ``failover_timeout``.
+
+Like everywhere else, what may have run (a timeout, a connection lost after the write) is
+raised, never re-sent. The rules shared with the asyncio client are in
+:mod:`~fastlock.cluster.sentinel_follow`.
 """
 
 from __future__ import annotations
 
+import builtins
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..exceptions import ConnectionError, ReadOnlyError, ResponseError
+from ..exceptions import ConnectionError, ProtocolError, ReadOnlyError, ResponseError
 from ..operations import Operation, Runner
-from ..scripts.calling import ScriptSettingsAccess
 from ..sync.client import Client, LockQueueAccess
+from ..sync.connect import open_connection, set_io_timeout
 from ..sync.drive import drive
-from .asking import share_scripts
 from .client import durable_call
 from .durability import DURABLE_SCRIPTS, check_wait
-from .topology import Address, seed_address
+from .sentinel_follow import Resend, SentinelBase, master_reply, sentinel_reply
+from .topology import Address
 
 __all__ = ["SentinelClient", "master_reply", "sentinel_reply"]
 
 T = TypeVar("T")
 _log = logging.getLogger("fastlock.cluster")
+_READ_TIMEOUTS = (builtins.TimeoutError, BlockingIOError)
 
 
-def sentinel_reply(reply: Any) -> Address | None:
-    """The address in a ``SENTINEL GET-MASTER-ADDR-BY-NAME`` reply (``None``: unknown service)."""
-    if not reply:
-        return None
-    host, port = reply
-    return (host.decode() if isinstance(host, bytes) else str(host)), int(port)
-
-
-def master_reply(reply: Any) -> bool:
-    """True when a ``ROLE`` reply says master."""
-    return bool(reply) and reply[0] in (b"master", "master")
-
-
-class SentinelClient(ScriptSettingsAccess, LockQueueAccess):
+class SentinelClient(SentinelBase[Client], LockQueueAccess):
     """A client of the master of ``service`` as ``sentinels`` (``host:port`` or URLs) name it.
     ``options`` are those of :class:`fastlock.Client` for the master (``sentinel_options`` for
-    the sentinels, e.g. their password); ``wait=(replicas, ms)`` as for
+    the sentinels, e.g. their password); ``poll_interval`` is the safety poll's period
+    (``None``: follow ``+switch-master`` only); ``wait=(replicas, ms)`` as for
     :class:`~fastlock.cluster.ClusterClient`. Locks and queues work unchanged on it."""
 
     def __init__(
@@ -59,34 +57,26 @@ class SentinelClient(ScriptSettingsAccess, LockQueueAccess):
         sentinels: Iterable[str],
         service: str,
         *,
-        poll_interval: float | None = 0.1,
+        poll_interval: float | None = 5.0,
         failover_timeout: float = 10.0,
         sentinel_options: dict[str, Any] | None = None,
         wait: tuple[int, int] | None = None,
         **options: Any,
     ) -> None:
-        self.service = service
+        super().__init__(
+            Client, sentinels, service, poll_interval, failover_timeout, sentinel_options, options
+        )
         self.wait = check_wait(wait)
-        self.failover_timeout = failover_timeout
-        self._options = options
-        self._sentinels = [Client(_url(s), max_connections=2, **(sentinel_options or {})) for s in sentinels]
-        self._template = Client(**options)  # never connected: the settings of every master's client
-        self.impl, self.scripts = self._template.impl, self._template.scripts
-        self.script_settings = self._template.script_settings
-        self._nodes: dict[Address, Client] = {}
         self._switch_lock = threading.Lock()
         self._closed = threading.Event()
-        self.switches = 0
-        """Times the master changed (the first discovery included)."""
         self._watcher: threading.Thread | None = None
         try:
-            self._client = self._node(self._discover())
+            self._use(self._discover())
         except BaseException:
             self.close()
             raise
-        if poll_interval is not None:
-            self._watcher = threading.Thread(target=self._watch, args=(poll_interval,), daemon=True)
-            self._watcher.start()
+        self._watcher = threading.Thread(target=self._follow, name="fastlock-sentinel", daemon=True)
+        self._watcher.start()
 
     @classmethod
     def from_redis(cls, redis_client: Any, **kwargs: Any) -> SentinelClient:
@@ -98,87 +88,92 @@ class SentinelClient(ScriptSettingsAccess, LockQueueAccess):
         return cls(sentinels, service, sentinel_options=sentinel_options, **{**master, **kwargs})
 
     @property
-    def master(self) -> Address:
-        """The master's address in use."""
-        params = self._client.params
-        return params.host, params.port
-
-    @property
     def client(self) -> Client:
         """The client of the master in use."""
-        return self._client
+        return self._current
 
     def _announced(self) -> Address:
-        for sentinel in list(self._sentinels):
+        for sentinel in self._sentinels:
             try:
-                address = sentinel_reply(
-                    sentinel.execute("SENTINEL", "GET-MASTER-ADDR-BY-NAME", self.service)
-                )
+                address = sentinel_reply(sentinel.execute(*self._announce_command()))
             except (ConnectionError, ResponseError):
                 continue
             if address is not None:
                 return address
-        raise ConnectionError(f"no sentinel knows a master of {self.service!r}", sent=False)
+        raise self._unknown()
 
-    def _discover(self) -> Address:
-        """The master the sentinels announce, verified by ``ROLE``."""
-        address = self._announced()
-        if not master_reply(self._node(address).execute("ROLE")):
-            raise ConnectionError(f"{address[0]}:{address[1]} is not (yet) a master", sent=False)
-        return address
+    def _discover(self, address: Address | None = None) -> Address:
+        """The master the sentinels announce (or ``address``), verified by ``ROLE``."""
+        address = address or self._announced()
+        return self._verified(address, self._node(address).execute("ROLE"))
 
-    def _node(self, address: Address) -> Client:
-        node = self._nodes.get(address)
-        if node is None:
-            node = self._nodes[address] = Client(**self._options)
-            node.params = replace(self._template.params, host=address[0], port=address[1])
-            share_scripts(node, self._template)
-            self.switches += 1
-        return node
-
-    def _switch(self, address: Address) -> None:
+    def _switch(self, address: Address | None = None) -> None:
+        """Use the master the sentinels announce (or ``address``), once verified."""
+        address = self._discover(address)
         with self._switch_lock:
-            if address != self.master:
-                self._client = self._node(address)
-                _log.warning("sentinel %r: master now at %s:%s", self.service, *address)
+            self._use(address)
 
-    def _watch(self, interval: float) -> None:
-        while not self._closed.wait(interval):
+    # ---- the watcher thread
+
+    def _follow(self) -> None:
+        """Subscribe to one sentinel after another until closed."""
+        watch = self._watch
+        while not self._closed.is_set():
             try:
-                if self._announced() != self.master:
-                    self._switch(self._discover())
-            except (ConnectionError, ResponseError) as exc:
-                _log.debug("sentinel watch: %s", exc)
+                self._subscribed(self._sentinels[watch.index])
+            except (ConnectionError, ProtocolError, ResponseError, OSError) as exc:
+                _log.debug("sentinel subscription: %s", exc)
+            self._closed.wait(watch.lost())
 
-    def _again(self, send: Callable[[Client], Any], error: BaseException) -> Any:
-        """After ``error`` (the call did not run): find the master and send again, with
-        growing pauses, until ``failover_timeout``."""
-        deadline = time.monotonic() + self.failover_timeout
-        pause = 0.01
-        while True:
-            try:
-                self._switch(self._discover())
-                return send(self._client)
-            except ReadOnlyError as exc:
-                error = exc
-            except ConnectionError as exc:
-                if exc.sent:
-                    raise
-                error = exc
-            if time.monotonic() + pause > deadline:
-                raise error
-            time.sleep(pause)
-            pause = min(pause * 2, 0.2)
-
-    def _send(self, send: Callable[[Client], Any]) -> Any:
+    def _subscribed(self, sentinel: Client) -> None:
+        """Follow ``+switch-master`` on ``sentinel`` (polling when due) until the connection
+        is lost or the client closed."""
+        watch, core = self._watch, sentinel._core
+        conn = open_connection(sentinel.params, core)  # the handshake done
         try:
-            return send(self._client)
-        except ReadOnlyError as exc:
-            return self._again(send, exc)
-        except ConnectionError as exc:
-            if exc.sent:
-                raise
-            return self._again(send, exc)
+            sock = conn.sock
+            sock.sendall(watch.subscribe(core, (), time.monotonic()))
+            while not self._closed.is_set():
+                if watch.poll_due(time.monotonic()):
+                    self._check()
+                set_io_timeout(sock, watch.wait(time.monotonic()) or 0.001)
+                try:
+                    data = sock.recv(65536)
+                except _READ_TIMEOUTS:
+                    continue
+                if (address := watch.received(data, self.master)) is not None:
+                    self._check(address)
+        finally:
+            conn.close()
+
+    def _check(self, address: Address | None = None) -> None:
+        """Switch to ``address`` (announced) or to the master the sentinels name, if it moved."""
+        try:
+            if address is not None or self._announced() != self.master:
+                self._switch(address)
+        except (ConnectionError, ResponseError) as exc:
+            _log.debug("sentinel check: %s", exc)
+            if address is not None:  # not (yet) a master: the sentinels are asked again soon
+                self._watch.poll_soon(time.monotonic())
+
+    # ---- calls
+
+    def _send(self, send: Callable[[Client], Any], error: BaseException | None = None) -> Any:
+        """``send`` to the master; after an error before the write (``error``: the first
+        call's), find the master and send again until ``failover_timeout``."""
+        if error is None:
+            try:
+                return send(self._current)
+            except (ReadOnlyError, ConnectionError) as exc:
+                error = exc
+        resend = Resend(error, self.failover_timeout, time.monotonic())
+        while True:
+            time.sleep(resend.pause(time.monotonic()))
+            try:
+                self._switch()
+                return send(self._current)
+            except (ReadOnlyError, ConnectionError) as exc:
+                resend.error = exc
 
     def call(
         self,
@@ -193,12 +188,10 @@ class SentinelClient(ScriptSettingsAccess, LockQueueAccess):
             script, settings, wait = self.scripts.get(name), self.script_settings, self.wait
             return self._send(lambda c: durable_call(c, script, settings, keys, args, wait))
         try:
-            return self._client.call(name, keys, args, busy_timeout=busy_timeout)
+            return self._current.call(name, keys, args, busy_timeout=busy_timeout)
         except (ReadOnlyError, ConnectionError) as exc:
-            if isinstance(exc, ConnectionError) and exc.sent:
-                raise
             error = exc
-        return self._again(lambda c: c.call(name, keys, args, busy_timeout=busy_timeout), error)
+        return self._send(lambda c: c.call(name, keys, args, busy_timeout=busy_timeout), error)
 
     def execute(self, *args: Any) -> Any:
         """Run one command on the master."""
@@ -218,7 +211,7 @@ class SentinelClient(ScriptSettingsAccess, LockQueueAccess):
         return drive(self, operation)
 
     def close(self) -> None:
-        """Stop watching and close every connection."""
+        """Stop watching (within the watcher's ``tick``) and close every connection."""
         self._closed.set()
         if self._watcher is not None and self._watcher is not threading.current_thread():
             self._watcher.join(5.0)
@@ -233,11 +226,6 @@ class SentinelClient(ScriptSettingsAccess, LockQueueAccess):
 
     def __repr__(self) -> str:
         return f"<fastlock.SentinelClient {self.service!r} at {self.master[0]}:{self.master[1]}>"
-
-
-def _url(sentinel: str) -> str:
-    host, port = seed_address(sentinel)
-    return f"redis://{host}:{port}"
 
 
 if TYPE_CHECKING:

@@ -1,6 +1,7 @@
 """``AsyncSentinelClient``: the asyncio twin of :class:`~fastlock.cluster.sentinel.SentinelClient`
-(the same discovery, verification, watching and re-sending rules), over
-:class:`fastlock.aio.Client`. Build it with ``await AsyncSentinelClient.connect(...)``."""
+(the same discovery, verification, following and re-sending rules, from
+:mod:`~fastlock.cluster.sentinel_follow`), over :class:`fastlock.aio.Client`; its watcher is
+a task on the client's loop. Build it with ``await AsyncSentinelClient.connect(...)``."""
 
 from __future__ import annotations
 
@@ -9,17 +10,15 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..aio.client import AsyncLockQueueAccess, Client
 from ..aio.drive import drive
-from ..exceptions import ConnectionError, ReadOnlyError, ResponseError
+from ..exceptions import ConnectionError, ProtocolError, ReadOnlyError, ResponseError
 from ..operations import AsyncRunner, Operation
-from ..scripts.calling import ScriptSettingsAccess
-from .asking import share_scripts
-from .sentinel import master_reply, sentinel_reply
-from .topology import Address, seed_address
+from ..params import ConnectionParams, handshake_commands
+from .sentinel_follow import Resend, SentinelBase, sentinel_reply
+from .topology import Address
 
 __all__ = ["AsyncSentinelClient"]
 
@@ -28,7 +27,7 @@ _log = logging.getLogger("fastlock.cluster")
 _Send = Callable[[Client], Awaitable[Any]]
 
 
-class AsyncSentinelClient(ScriptSettingsAccess, AsyncLockQueueAccess):
+class AsyncSentinelClient(SentinelBase[Client], AsyncLockQueueAccess):
     """The master of ``service`` as ``sentinels`` name it, on asyncio (arguments of
     :class:`~fastlock.cluster.sentinel.SentinelClient`, options of :class:`fastlock.aio.Client`)."""
 
@@ -37,106 +36,107 @@ class AsyncSentinelClient(ScriptSettingsAccess, AsyncLockQueueAccess):
         sentinels: Iterable[str],
         service: str,
         *,
-        poll_interval: float | None = 0.1,
+        poll_interval: float | None = 5.0,
         failover_timeout: float = 10.0,
         sentinel_options: dict[str, Any] | None = None,
         **options: Any,
     ) -> None:
-        self.service = service
-        self.failover_timeout = failover_timeout
-        self.poll_interval = poll_interval
-        self._options = options
-        urls = [f"redis://{host}:{port}" for host, port in map(seed_address, sentinels)]
-        self._sentinels = [Client(url, **(sentinel_options or {})) for url in urls]
-        self._template = Client(**options)  # never connected: the settings of every master's client
-        self.impl, self.scripts = self._template.impl, self._template.scripts
-        self.script_settings = self._template.script_settings
-        self._nodes: dict[Address, Client] = {}
-        self._client: Client | None = None
+        super().__init__(
+            Client, sentinels, service, poll_interval, failover_timeout, sentinel_options, options
+        )
         self._watcher: asyncio.Task[None] | None = None
-        self.switches = 0
 
     @classmethod
     async def connect(cls, sentinels: Iterable[str], service: str, **kwargs: Any) -> AsyncSentinelClient:
-        """A client on the discovered master, watching the sentinels (on the running loop)."""
+        """A client on the discovered master, following the sentinels (on the running loop)."""
         client = cls(sentinels, service, **kwargs)
-        client._client = client._node(await client._discover())
-        if client.poll_interval is not None:
-            client._watcher = asyncio.get_running_loop().create_task(client._watch(client.poll_interval))
+        try:
+            await client._switch()
+        except BaseException:
+            await client.close()
+            raise
+        client._watcher = asyncio.get_running_loop().create_task(client._follow())
         return client
-
-    @property
-    def master(self) -> Address:
-        """The master's address in use."""
-        assert self._client is not None, "use `await AsyncSentinelClient.connect(...)`"
-        return self._client.params.host, self._client.params.port
-
-    def _node(self, address: Address) -> Client:
-        node = self._nodes.get(address)
-        if node is None:
-            node = self._nodes[address] = Client(**self._options)
-            node.params = replace(self._template.params, host=address[0], port=address[1])
-            share_scripts(node, self._template)
-            self.switches += 1
-        return node
 
     async def _announced(self) -> Address:
         for sentinel in self._sentinels:
             try:
-                reply = await sentinel.execute("SENTINEL", "GET-MASTER-ADDR-BY-NAME", self.service)
+                address = sentinel_reply(await sentinel.execute(*self._announce_command()))
             except (ConnectionError, ResponseError):
                 continue
-            if (address := sentinel_reply(reply)) is not None:
+            if address is not None:
                 return address
-        raise ConnectionError(f"no sentinel knows a master of {self.service!r}", sent=False)
+        raise self._unknown()
 
-    async def _discover(self) -> Address:
-        address = await self._announced()
-        if not master_reply(await self._node(address).execute("ROLE")):
-            raise ConnectionError(f"{address[0]}:{address[1]} is not (yet) a master", sent=False)
-        return address
+    async def _switch(self, address: Address | None = None) -> None:
+        """Use the master the sentinels announce (or ``address``), once verified by ``ROLE``."""
+        address = address or await self._announced()
+        self._use(self._verified(address, await self._node(address).execute("ROLE")))
 
-    async def _switch(self) -> None:
-        address = await self._discover()
-        if self._client is None or address != self.master:
-            self._client = self._node(address)
-            _log.warning("sentinel %r: master now at %s:%s", self.service, *address)
+    # ---- the watcher task
 
-    async def _watch(self, interval: float) -> None:
+    async def _follow(self) -> None:
+        """Subscribe to one sentinel after another until cancelled."""
+        watch = self._watch
         while True:
-            await asyncio.sleep(interval)
             try:
-                if await self._announced() != self.master:
-                    await self._switch()
-            except (ConnectionError, ResponseError) as exc:
-                _log.debug("sentinel watch: %s", exc)
+                await self._subscribed(self._sentinels[watch.index].params)
+            except (ConnectionError, ProtocolError, ResponseError, OSError) as exc:
+                _log.debug("sentinel subscription: %s", exc)
+            await asyncio.sleep(watch.lost())
+
+    async def _subscribed(self, params: ConnectionParams) -> None:
+        """Follow ``+switch-master`` on the sentinel at ``params`` (polling when due) until
+        the connection is lost."""
+        watch, core = self._watch, self._template._core
+        async with asyncio.timeout(params.connect_timeout):
+            stream, writer = await asyncio.open_connection(
+                params.host,
+                params.port,
+                ssl=params.ssl_context,
+                server_hostname=params.host if params.ssl_context else None,
+            )
+        try:
+            writer.write(watch.subscribe(core, handshake_commands(params), time.monotonic()))
+            while True:
+                if watch.poll_due(time.monotonic()):
+                    await self._check()
+                try:
+                    async with asyncio.timeout(watch.wait(time.monotonic())):
+                        data = await stream.read(65536)
+                except TimeoutError:
+                    continue
+                if (address := watch.received(data, self.master)) is not None:
+                    await self._check(address)
+        finally:
+            writer.close()
+
+    async def _check(self, address: Address | None = None) -> None:
+        """Switch to ``address`` (announced) or to the master the sentinels name, if it moved."""
+        try:
+            if address is not None or await self._announced() != self.master:
+                await self._switch(address)
+        except (ConnectionError, ResponseError) as exc:
+            _log.debug("sentinel check: %s", exc)
+            if address is not None:  # not (yet) a master: the sentinels are asked again soon
+                self._watch.poll_soon(time.monotonic())
+
+    # ---- calls
 
     async def _send(self, send: _Send) -> Any:
-        assert self._client is not None, "use `await AsyncSentinelClient.connect(...)`"
+        """``send`` to the master; after an error before the write, find the master and send
+        again until ``failover_timeout``."""
         try:
-            return await send(self._client)
-        except ReadOnlyError as exc:
-            error: BaseException = exc
-        except ConnectionError as exc:
-            if exc.sent:
-                raise
-            error = exc
-        deadline = time.monotonic() + self.failover_timeout
-        pause = 0.01
+            return await send(self._current)
+        except (ReadOnlyError, ConnectionError) as exc:
+            resend = Resend(exc, self.failover_timeout, time.monotonic())
         while True:
+            await asyncio.sleep(resend.pause(time.monotonic()))
             try:
                 await self._switch()
-                return await send(self._client)
-            except ReadOnlyError as exc:
-                error = exc
-            except ConnectionError as exc:
-                if exc.sent:
-                    raise
-                error = exc
-            if time.monotonic() + pause > deadline:
-                raise error
-            await asyncio.sleep(pause)
-            pause = min(pause * 2, 0.2)
+                return await send(self._current)
+            except (ReadOnlyError, ConnectionError) as exc:
+                resend.error = exc
 
     async def call(
         self,

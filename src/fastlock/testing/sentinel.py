@@ -3,7 +3,9 @@
 ``with TempSentinels() as s: SentinelClient(s.sentinels, s.service)``. The sentinels use
 ``down-after-milliseconds 500`` and ``failover-timeout 2000``; :meth:`TempSentinels.failover`
 runs ``SENTINEL FAILOVER`` and returns when the replica is the master and when the sentinels
-announced it.
+announced it; :meth:`TempSentinels.kill_master` SIGKILLs the master and returns when the
+sentinels announced its replica; :meth:`TempSentinels.kill_sentinel` SIGKILLs one sentinel
+(the others go on: quorum 2 of 3).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class TempSentinels:
         self.flavour = self.master.flavour
         self.ports: list[int] = []
         self._procs: list[subprocess.Popen[bytes]] = []
+        self._killed: set[int] = set()
         self._dir: Path | None = None
 
     @property
@@ -61,9 +64,6 @@ class TempSentinels:
             self.stop()
             raise
         return self
-
-    def _synced(self) -> bool:
-        return b"master_link_status:up" in self.replica.raw_command("INFO", "replication")
 
     def _start_sentinel(self, n: int) -> None:
         assert self._dir is not None
@@ -92,25 +92,58 @@ class TempSentinels:
         reply = raw_command((HOST, port), "SENTINEL", "MASTER", self.service)
         return b"num-other-sentinels\r\n$1\r\n2\r\n" in reply and b"num-slaves\r\n$1\r\n1\r\n" in reply
 
+    @property
+    def live(self) -> list[int]:
+        """The ports of the sentinels not killed."""
+        return [port for port in self.ports if port not in self._killed]
+
     def master_port(self) -> int:
-        """The master's port as the first sentinel reports it."""
-        reply = raw_command((HOST, self.ports[0]), "SENTINEL", "GET-MASTER-ADDR-BY-NAME", self.service)
+        """The master's port as the first live sentinel reports it."""
+        reply = raw_command((HOST, self.live[0]), "SENTINEL", "GET-MASTER-ADDR-BY-NAME", self.service)
         return int(reply.split(b"\r\n")[-2])
 
-    def failover(self) -> tuple[TempServer, float, float]:
-        """``SENTINEL FAILOVER``: the new master, when it became writable (monotonic) and
-        when the first sentinel reported it."""
-        new = self.replica if self.master_port() == self.master.port else self.master
-        reply = raw_command((HOST, self.ports[0]), "SENTINEL", "FAILOVER", self.service)
-        if reply != b"+OK\r\n":
-            raise ServerError(f"SENTINEL FAILOVER: {reply!r}")
+    def current(self) -> tuple[TempServer, TempServer]:
+        """The master and the replica, as the sentinels name them."""
+        if self.master_port() == self.master.port:
+            return self.master, self.replica
+        return self.replica, self.master
+
+    def failover(self, timeout: float = 30) -> tuple[TempServer, float, float]:
+        """``SENTINEL FAILOVER`` (asked again while a sentinel answers ``-INPROG`` or
+        ``-NOGOODSLAVE``, for ``timeout`` seconds): the new master, when it became writable
+        (monotonic) and when the first live sentinel reported it."""
+        new = self.current()[1]
+        replies: list[bytes] = []
+
+        def accepted() -> bool:
+            replies.append(raw_command((HOST, self.live[0]), "SENTINEL", "FAILOVER", self.service))
+            return replies[-1] == b"+OK\r\n"
+
+        try:
+            wait_until(accepted, timeout, "accepted", step=0.1)
+        except ServerError:
+            raise ServerError(f"SENTINEL FAILOVER: {replies[-1:]!r}") from None
         wait_until(
-            lambda: b"role:master" in new.raw_command("INFO", "replication"), 10, "promoted", step=0.002
+            lambda: b"role:master" in new.raw_command("INFO", "replication"), timeout, "promoted", step=0.002
         )
         writable = time.monotonic()
-        wait_until(lambda: self.master_port() == new.port, 10, "announced", step=0.002)
+        wait_until(lambda: self.master_port() == new.port, timeout, "announced", step=0.002)
         announced = time.monotonic()
         return new, writable, announced
+
+    def kill_master(self, timeout: float = 60) -> TempServer:
+        """SIGKILL the master; return its replica once the sentinels announce it."""
+        old, new = self.current()
+        old.kill()
+        wait_until(lambda: self.master_port() == new.port, timeout, "failed over", step=0.01)
+        return new
+
+    def kill_sentinel(self, port: int) -> None:
+        """SIGKILL the sentinel on ``port``."""
+        proc = self._procs[self.ports.index(port)]
+        proc.kill()
+        proc.wait()
+        self._killed.add(port)
 
     def stop(self) -> None:
         for proc in self._procs:
