@@ -42,10 +42,10 @@ if #held > 0 then
   release_unique(locks)
   if keep > 0 then
     redis.call('ZADD', K_DONE, unpack(history))
-    redis.call('ZREMRANGEBYRANK', K_DONE, 0, -keep - 1)
+    redis.call('ZREMRANGEBYRANK', K_DONE, '0', int(-keep - 1))
   end
 end
 if #lost > 0 or count == 0 then
   return {lost, {}}
 end
-return {{}, claim(count, tonumber(ARGV[3]), tonumber(ARGV[4]))}
+return {{}, claim(ARGV[2], ARGV[3], ARGV[4])}

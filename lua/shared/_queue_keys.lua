@@ -6,7 +6,9 @@ local K_UNIQUE, K_DEAD, K_ERR, K_WAKE = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
 
 local PRIORITY_SPAN = 4294967296 -- prio score = priority * 2^32 + (seq mod 2^32)
 
--- Integers go to Redis through %d: plain Lua number-to-string keeps only 14 digits.
+-- Integers go to Redis through %d: plain Lua number-to-string keeps only 14 digits. (A Lua
+-- number given to redis.call is formatted with %.17g, the costliest thing such a call does:
+-- pass strings, such as '0' or the caller's ARGV, where the value is known.)
 local function int(n)
   return string.format('%d', n)
 end
@@ -29,7 +31,7 @@ local function split_member(member)
 end
 
 local function wake()
-  redis.call('ZADD', K_WAKE, 0, 'w')
+  redis.call('ZADD', K_WAKE, '0', 'w')
 end
 
 -- Append words to ready: plain ones at the tail of the list, prioritised ones at the tail
@@ -37,7 +39,7 @@ end
 local function push_ready(words, notify)
   local plain, prio, levels = {}, {}, {}
   for _, word in ipairs(words) do
-    local _, priority = split_word(word)
+    local priority = string.match(word, '^%d+|([^|]*)|')
     if priority == '' then
       plain[#plain + 1] = word
     else
