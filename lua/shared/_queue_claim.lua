@@ -25,10 +25,9 @@ local function claim(count_arg, lease_ms, promote)
     local first = redis.call('ZRANGE', K_DELAYED, 0, 0, 'WITHSCORES')
     return {now, first[2] or -1}
   end
-  local parsed, ids = {}, {}
+  local ids = {} -- the id of each word (no table per word: the rest is read again below)
   for i, word in ipairs(words) do
-    parsed[i] = {split_word(word)}
-    ids[i] = parsed[i][4]
+    ids[i] = string.match(word, '^%d+|[^|]*|[^|]*|(.*)$')
   end
   local payloads = redis.call('HMGET', K_DATA, unpack(ids))
   local kept = {} -- words whose job still has data (anything else was purged: dropped)
@@ -48,10 +47,12 @@ local function claim(count_arg, lease_ms, promote)
     first_token = redis.call('INCRBY', K_FENCE, int(#kept)) - #kept
   end
   local deadline = int(now + tonumber(lease_ms))
-  local leases, started = {}, {}
+  local leases, started = {}, nil
   for j, i in ipairs(kept) do
-    local attempts, priority, unique, id = unpack(parsed[i])
+    local id = ids[i]
+    local attempts, priority, unique = string.match(words[i], '^(%d+)|([^|]*)|([^|]*)|')
     if string.sub(unique, 1, 1) == 's' then
+      started = started or {}
       started[#started + 1] = {string.sub(unique, 2), id}
       unique = ''
     end

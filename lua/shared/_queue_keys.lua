@@ -30,6 +30,11 @@ local function split_member(member)
   return string.match(member, '^(%d+)|(.*)$')
 end
 
+-- A lease member's token, unique and id (split_member, then split_word, in one match).
+local function split_lease(member)
+  return string.match(member, '^(%d+)|%d+|[^|]*|([^|]*)|(.*)$')
+end
+
 local function wake()
   redis.call('ZADD', K_WAKE, '0', 'w')
 end
@@ -37,14 +42,18 @@ end
 -- Append words to ready: plain ones at the tail of the list, prioritised ones at the tail
 -- of their level. Wakes a waiting worker when `notify` and ready was empty (or prioritised).
 local function push_ready(words, notify)
-  local plain, prio, levels = {}, {}, {}
+  local plain, prio = words, {} -- all plain (the usual case): no copy
   for _, word in ipairs(words) do
-    local priority = string.match(word, '^%d+|([^|]*)|')
-    if priority == '' then
-      plain[#plain + 1] = word
-    else
+    if not string.find(word, '^%d+||') then
       prio[#prio + 1] = word
-      levels[#prio] = tonumber(priority)
+    end
+  end
+  if #prio > 0 then
+    plain = {}
+    for _, word in ipairs(words) do
+      if string.find(word, '^%d+||') then
+        plain[#plain + 1] = word
+      end
     end
   end
   local woken = false
@@ -52,10 +61,11 @@ local function push_ready(words, notify)
     woken = true
   end
   if #prio > 0 then
-    local seq = redis.call('INCRBY', K_SEQ, #prio) - #prio
+    local seq = redis.call('INCRBY', K_SEQ, int(#prio)) - #prio
     local args = {}
     for i, word in ipairs(prio) do
-      args[2 * i - 1] = int(levels[i] * PRIORITY_SPAN + (seq + i) % PRIORITY_SPAN)
+      local level = tonumber(string.match(word, '^%d+|([^|]*)|'))
+      args[2 * i - 1] = int(level * PRIORITY_SPAN + (seq + i) % PRIORITY_SPAN)
       args[2 * i] = word
     end
     redis.call('ZADD', K_PRIO, unpack(args))
@@ -68,18 +78,19 @@ end
 
 -- Park words until `due` (server ms); an idle worker wakes to shorten its wait.
 local function push_delayed(words, due)
-  local args = {}
+  local args, score = {}, int(due)
   for i, word in ipairs(words) do
-    args[2 * i - 1] = int(due)
+    args[2 * i - 1] = score
     args[2 * i] = word
   end
   redis.call('ZADD', K_DELAYED, unpack(args))
   wake()
 end
 
--- Release unique locks ({digest, id} pairs) that these jobs still own: compare, then delete.
+-- Release unique locks ({digest, id} pairs; nil: none) that these jobs still own: compare,
+-- then delete.
 local function release_unique(locks)
-  if #locks == 0 then
+  if not locks or #locks == 0 then
     return
   end
   local digests = {}
