@@ -1,5 +1,5 @@
 -- Complete leased jobs, then (ARGV[2] > 0) claim the next batch in the same call.
--- KEYS: the queue's keys. ARGV: completed history size, claim count, lease ms, promote
+-- KEYS: the queue's worker keys (10). ARGV: completed history size, claim count, lease ms, promote
 -- limit, then the lease members. A member no longer in the lease index was completed
 -- before (a retried call: found in the history) or lost to recovery or another worker.
 -- Returns {{indexes of lost members}, claim reply or {}}; nothing is claimed when any

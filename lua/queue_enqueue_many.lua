@@ -1,6 +1,6 @@
 -- Enqueue a batch of jobs with fresh ids: one HSET and one push for the whole batch. Fresh
 -- ids start with a mark no custom id may start with, so this HSET overwrites no job.
--- KEYS: the queue's keys. ARGV: delay ms, priority or '', then id, payload pairs.
+-- KEYS: the queue's producer keys (7). ARGV: delay ms, priority or '', then id, payload pairs.
 -- Returns the number of jobs enqueued.
 -- #include "shared/_queue_keys.lua"
 local delay, priority = tonumber(ARGV[1]), ARGV[2]

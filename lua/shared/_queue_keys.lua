@@ -1,8 +1,11 @@
 -- Keys and helpers shared by every queue script (layout: docs/queues.md, fastlock.queues.calls).
--- Every queue script receives the same KEYS, in this order, all under the queue's {tag}.
+-- Every queue script receives the queue's KEYS in this order, all under the queue's {tag}:
+-- the enqueue scripts the first 7 (the producer's keys), claim and complete the first 10,
+-- the others all 12 (each key a script is sent costs the server's Lua about 1.7k instructions).
 local K_READY, K_PRIO, K_SEQ, K_DELAYED = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local K_ACTIVE, K_DATA, K_FENCE, K_DONE = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-local K_UNIQUE, K_DEAD, K_ERR, K_WAKE = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
+local K_DATA, K_UNIQUE, K_WAKE = KEYS[5], KEYS[6], KEYS[7]
+local K_ACTIVE, K_FENCE, K_DONE = KEYS[8], KEYS[9], KEYS[10]
+local K_DEAD, K_ERR = KEYS[11], KEYS[12]
 
 local PRIORITY_SPAN = 4294967296 -- prio score = priority * 2^32 + (seq mod 2^32)
 
