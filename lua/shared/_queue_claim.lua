@@ -47,7 +47,8 @@ local function claim(count_arg, lease_ms, promote)
     first_token = redis.call('INCRBY', K_FENCE, int(#kept)) - #kept
   end
   local deadline = int(now + tonumber(lease_ms))
-  local leases, started = {}, nil
+  -- The leases go to ZADD newest first (see push_delayed).
+  local leases, started, n = {}, nil, #kept
   for j, i in ipairs(kept) do
     local id = ids[i]
     local attempts, priority, unique = string.match(words[i], '^(%d+)|([^|]*)|([^|]*)|')
@@ -57,12 +58,12 @@ local function claim(count_arg, lease_ms, promote)
       unique = ''
     end
     local member = string.format('%d|%d|', first_token + j, attempts + 1) .. priority .. '|' .. unique .. '|' .. id
-    leases[2 * j - 1] = deadline
-    leases[2 * j] = member
+    leases[2 * (n - j) + 1] = deadline
+    leases[2 * (n - j) + 2] = member
     reply[2 * j + 1] = member
     reply[2 * j + 2] = payloads[i]
   end
   release_unique(started)
-  redis.call('ZADD', K_ACTIVE, unpack(leases))
+  redis.call('ZADD', K_ACTIVE, unpack(leases, 1, 2 * n))
   return reply
 end

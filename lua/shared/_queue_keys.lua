@@ -64,14 +64,15 @@ local function push_ready(words, notify)
     woken = true
   end
   if #prio > 0 then
-    local seq = redis.call('INCRBY', K_SEQ, int(#prio)) - #prio
+    local n = #prio
+    local seq = redis.call('INCRBY', K_SEQ, int(n)) - n
     local args = {}
-    for i, word in ipairs(prio) do
+    for i, word in ipairs(prio) do -- newest first: see push_delayed
       local level = tonumber(string.match(word, '^%d+|([^|]*)|'))
-      args[2 * i - 1] = int(level * PRIORITY_SPAN + (seq + i) % PRIORITY_SPAN)
-      args[2 * i] = word
+      args[2 * (n - i) + 1] = int(level * PRIORITY_SPAN + (seq + i) % PRIORITY_SPAN)
+      args[2 * (n - i) + 2] = word
     end
-    redis.call('ZADD', K_PRIO, unpack(args))
+    redis.call('ZADD', K_PRIO, unpack(args, 1, 2 * n))
     woken = true
   end
   if woken and notify then
@@ -79,14 +80,16 @@ local function push_ready(words, notify)
   end
 end
 
--- Park words until `due` (server ms); an idle worker wakes to shorten its wait.
+-- Park words until `due` (server ms); an idle worker wakes to shorten its wait. The words go
+-- to ZADD newest first: in a small (listpack) sorted set an insert scans from the head to its
+-- place, so each then stops at the batch's first member instead of passing the whole batch.
 local function push_delayed(words, due)
-  local args, score = {}, int(due)
+  local args, score, n = {}, int(due), #words
   for i, word in ipairs(words) do
-    args[2 * i - 1] = score
-    args[2 * i] = word
+    args[2 * (n - i) + 1] = score
+    args[2 * (n - i) + 2] = word
   end
-  redis.call('ZADD', K_DELAYED, unpack(args))
+  redis.call('ZADD', K_DELAYED, unpack(args, 1, 2 * n))
   wake()
 end
 
