@@ -1,5 +1,5 @@
 -- Enqueue one job: never over an existing one (HSETNX, for fresh and custom ids alike).
--- KEYS: the queue's keys, then the TTL unique lock key (mode 't' only).
+-- KEYS: the queue's producer keys (7), then the TTL unique lock key (mode 't' only).
 -- ARGV: id, payload, delay ms, priority or '', unique mode ('', 'd' until done, 's' until
 -- started, 't' until the TTL), digest, TTL ms.
 -- Returns {1, id}, or {0, owner id} for a duplicate (id taken or unique lock held).
@@ -12,15 +12,15 @@ if held then
     return {0, redis.call('HGET', K_UNIQUE, digest)}
   end
 elseif mode == 't' then
-  if not redis.call('SET', KEYS[13], id, 'NX', 'PX', ARGV[7]) then
-    return {0, redis.call('GET', KEYS[13])}
+  if not redis.call('SET', KEYS[8], id, 'NX', 'PX', ARGV[7]) then
+    return {0, redis.call('GET', KEYS[8])}
   end
 end
 if redis.call('HSETNX', K_DATA, id, payload) == 0 then
   if held then
     redis.call('HDEL', K_UNIQUE, digest)
   elseif mode == 't' then
-    redis.call('DEL', KEYS[13])
+    redis.call('DEL', KEYS[8])
   end
   return {0, id}
 end

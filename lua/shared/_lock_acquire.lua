@@ -7,9 +7,9 @@
 -- holder into the bucket index (with TRACK) and logging the change.
 local function claim(key, first, scope, limit, job, ttl, flags, max_history, ...)
   local token = bit.band(flags, FENCING) ~= 0 and redis.call("INCR", K_SEQ) or 1
-  local value = token .. ":" .. (bit.band(flags, WAITED) ~= 0 and "1" or "0") .. ":" .. job
+  local value = string.format("%d:", token) .. (bit.band(flags, WAITED) ~= 0 and "1" or "0") .. ":" .. job
   local old
-  if ttl > 0 then
+  if tonumber(ttl) > 0 then
     old = redis.call("SET", key, value, "PX", ttl, ...)
   else
     old = redis.call("SET", key, value, ...)
@@ -18,13 +18,14 @@ local function claim(key, first, scope, limit, job, ttl, flags, max_history, ...
     return false, old
   end
   if first and bit.band(flags, TRACK) ~= 0 then
-    redis.call("ZADD", K_INDEX, 0, index_member(scope, limit))
+    redis.call("ZADD", K_INDEX, "0", index_member(scope, limit))
   end
   changelog(max_history, "locked", scope, job, token)
   return token
 end
 
--- Take a free slot of the scope at KEYS[at] for `job`.
+-- Take a free slot of the scope at KEYS[at] for `job`; `ttl` is the caller's ARGV string (ms,
+-- "0": no expiry), passed to SET as it is (a Lua number would be formatted with %.17g).
 -- Idempotent: a job that already holds a slot gets its token back.
 -- Returns the fencing token (1 when fencing is off), or on conflict
 -- {ms until the first holder's slot expires (-1: none expires), holder job ids...}.

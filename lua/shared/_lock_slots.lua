@@ -17,8 +17,12 @@ local function parse_slot(value)
   return string.match(value, "^(%d+):(%d):(.*)$")
 end
 
--- The scope's member in the bucket index.
+-- The scope's member in the bucket index (the common limit 1 spelt out: a number
+-- concatenated is formatted with %.14g, the costliest part).
 local function index_member(scope, limit)
+  if limit == 1 then
+    return scope .. "#1"
+  end
   return scope .. "#" .. limit
 end
 

@@ -1,12 +1,17 @@
 -- Keys and helpers shared by every queue script (layout: docs/queues.md, fastlock.queues.calls).
--- Every queue script receives the same KEYS, in this order, all under the queue's {tag}.
+-- Every queue script receives the queue's KEYS in this order, all under the queue's {tag}:
+-- the enqueue scripts the first 7 (the producer's keys), claim and complete the first 10,
+-- the others all 12 (each key a script is sent costs the server's Lua about 1.7k instructions).
 local K_READY, K_PRIO, K_SEQ, K_DELAYED = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local K_ACTIVE, K_DATA, K_FENCE, K_DONE = KEYS[5], KEYS[6], KEYS[7], KEYS[8]
-local K_UNIQUE, K_DEAD, K_ERR, K_WAKE = KEYS[9], KEYS[10], KEYS[11], KEYS[12]
+local K_DATA, K_UNIQUE, K_WAKE = KEYS[5], KEYS[6], KEYS[7]
+local K_ACTIVE, K_FENCE, K_DONE = KEYS[8], KEYS[9], KEYS[10]
+local K_DEAD, K_ERR = KEYS[11], KEYS[12]
 
 local PRIORITY_SPAN = 4294967296 -- prio score = priority * 2^32 + (seq mod 2^32)
 
--- Integers go to Redis through %d: plain Lua number-to-string keeps only 14 digits.
+-- Integers go to Redis through %d: plain Lua number-to-string keeps only 14 digits. (A Lua
+-- number given to redis.call is formatted with %.17g, the costliest thing such a call does:
+-- pass strings, such as '0' or the caller's ARGV, where the value is known.)
 local function int(n)
   return string.format('%d', n)
 end
@@ -28,21 +33,30 @@ local function split_member(member)
   return string.match(member, '^(%d+)|(.*)$')
 end
 
+-- A lease member's token, unique and id (split_member, then split_word, in one match).
+local function split_lease(member)
+  return string.match(member, '^(%d+)|%d+|[^|]*|([^|]*)|(.*)$')
+end
+
 local function wake()
-  redis.call('ZADD', K_WAKE, 0, 'w')
+  redis.call('ZADD', K_WAKE, '0', 'w')
 end
 
 -- Append words to ready: plain ones at the tail of the list, prioritised ones at the tail
 -- of their level. Wakes a waiting worker when `notify` and ready was empty (or prioritised).
 local function push_ready(words, notify)
-  local plain, prio, levels = {}, {}, {}
+  local plain, prio = words, {} -- all plain (the usual case): no copy
   for _, word in ipairs(words) do
-    local _, priority = split_word(word)
-    if priority == '' then
-      plain[#plain + 1] = word
-    else
+    if not string.find(word, '^%d+||') then
       prio[#prio + 1] = word
-      levels[#prio] = tonumber(priority)
+    end
+  end
+  if #prio > 0 then
+    plain = {}
+    for _, word in ipairs(words) do
+      if string.find(word, '^%d+||') then
+        plain[#plain + 1] = word
+      end
     end
   end
   local woken = false
@@ -50,13 +64,15 @@ local function push_ready(words, notify)
     woken = true
   end
   if #prio > 0 then
-    local seq = redis.call('INCRBY', K_SEQ, #prio) - #prio
+    local n = #prio
+    local seq = redis.call('INCRBY', K_SEQ, int(n)) - n
     local args = {}
-    for i, word in ipairs(prio) do
-      args[2 * i - 1] = int(levels[i] * PRIORITY_SPAN + (seq + i) % PRIORITY_SPAN)
-      args[2 * i] = word
+    for i, word in ipairs(prio) do -- newest first: see push_delayed
+      local level = tonumber(string.match(word, '^%d+|([^|]*)|'))
+      args[2 * (n - i) + 1] = int(level * PRIORITY_SPAN + (seq + i) % PRIORITY_SPAN)
+      args[2 * (n - i) + 2] = word
     end
-    redis.call('ZADD', K_PRIO, unpack(args))
+    redis.call('ZADD', K_PRIO, unpack(args, 1, 2 * n))
     woken = true
   end
   if woken and notify then
@@ -64,20 +80,23 @@ local function push_ready(words, notify)
   end
 end
 
--- Park words until `due` (server ms); an idle worker wakes to shorten its wait.
+-- Park words until `due` (server ms); an idle worker wakes to shorten its wait. The words go
+-- to ZADD newest first: in a small (listpack) sorted set an insert scans from the head to its
+-- place, so each then stops at the batch's first member instead of passing the whole batch.
 local function push_delayed(words, due)
-  local args = {}
+  local args, score, n = {}, int(due), #words
   for i, word in ipairs(words) do
-    args[2 * i - 1] = int(due)
-    args[2 * i] = word
+    args[2 * (n - i) + 1] = score
+    args[2 * (n - i) + 2] = word
   end
-  redis.call('ZADD', K_DELAYED, unpack(args))
+  redis.call('ZADD', K_DELAYED, unpack(args, 1, 2 * n))
   wake()
 end
 
--- Release unique locks ({digest, id} pairs) that these jobs still own: compare, then delete.
+-- Release unique locks ({digest, id} pairs; nil: none) that these jobs still own: compare,
+-- then delete.
 local function release_unique(locks)
-  if #locks == 0 then
+  if not locks or #locks == 0 then
     return
   end
   local digests = {}

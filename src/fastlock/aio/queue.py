@@ -57,14 +57,15 @@ class AsyncQueue(QueueBase[AsyncRunner]):
     ) -> list[str]:
         """Add jobs with fresh ids, :data:`MAX_BATCH` per call; returns their ids."""
         return await self.client.run(
-            enqueue_batches(self.keys, self._enqueue_many_calls(payloads, delay, priority))
+            enqueue_batches(self.producer_keys, self._enqueue_many_calls(payloads, delay, priority))
         )
 
     # ---- consuming
 
     async def claim(self, count: int = 1, *, lease: float | None = None) -> Batch:
         """Lease up to ``count`` ready jobs (due delayed jobs are promoted first)."""
-        return claimed(await self.client.call("queue_claim", self.keys, self._claim_args(count, lease)))
+        args = self._claim_args(count, lease)
+        return claimed(await self.client.call("queue_claim", self.worker_keys, args))
 
     async def complete(
         self, jobs: Job | Sequence[Job], *, claim: int = 0, lease: float | None = None
@@ -75,7 +76,7 @@ class AsyncQueue(QueueBase[AsyncRunner]):
         args = self._complete_args(jobs, claim, lease)
         if args is None:
             return await self.claim(claim, lease=lease) if claim else Batch()
-        return completed(await self.client.call("queue_complete", self.keys, args), jobs, claim)
+        return completed(await self.client.call("queue_complete", self.worker_keys, args), jobs, claim)
 
     async def fail(
         self, job: Job, error: str | BaseException = "", *, retry_in: float | None = None, dead: bool = False

@@ -44,9 +44,13 @@ INTERRUPT_TTL_MS = 60_000
 """An interrupt no wait consumed expires by itself after this long."""
 _PAYLOAD_TYPES = (bytes, str, bytearray, memoryview)
 _EXACT_PAYLOAD_TYPES = frozenset(_PAYLOAD_TYPES)
-_SUFFIXES: tuple[str, ...] = ("ready", "prio", "seq", "delayed", "active", "data", "fence", "done")
-_SUFFIXES += ("unique", "dead", "err", "wake")
-"""Key suffixes, in the order every queue script receives the keys (lua/shared/_queue_keys.lua)."""
+_SUFFIXES: tuple[str, ...] = ("ready", "prio", "seq", "delayed", "data", "unique", "wake")
+_SUFFIXES += ("active", "fence", "done", "dead", "err")
+"""Key suffixes, in the order every queue script receives the keys (lua/shared/_queue_keys.lua):
+the enqueue scripts get the first :data:`_PRODUCER_KEYS`, claim and complete the first
+:data:`_WORKER_KEYS` (each key sent costs the server's Lua time), the others all."""
+_PRODUCER_KEYS = 7
+_WORKER_KEYS = 10
 
 R = TypeVar("R")
 
@@ -195,6 +199,8 @@ class QueueBase(Generic[R]):
         self.digester = digester or Digester()
         self.keys = tuple(self.prefix + suffix for suffix in _SUFFIXES)
         self.key = dict(zip(_SUFFIXES, self.keys, strict=True))
+        self.producer_keys = self.keys[:_PRODUCER_KEYS]
+        self.worker_keys = self.keys[:_WORKER_KEYS]
 
     @property
     def lease(self) -> float:
@@ -228,7 +234,7 @@ class QueueBase(Generic[R]):
     ) -> tuple[Sequence[str], tuple[Any, ...]]:
         """Keys and arguments of ``queue_enqueue`` (the id first)."""
         _check_payload(payload)
-        keys, mode, digest, ttl = self.keys, "", "", 0
+        keys, mode, digest, ttl = self.producer_keys, "", "", 0
         if unique is not None:
             unique = Unique(unique) if isinstance(unique, str) else unique
             if not isinstance(unique, Unique):

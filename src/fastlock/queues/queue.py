@@ -74,14 +74,15 @@ class Queue(QueueBase[Runner]):
         is checked before the first call."""
         calls = self._enqueue_many_calls(payloads, delay, priority)
         if len(calls) == 1:  # direct: a generator would cost the batched path 1.5 %
-            return enqueued_many(self.client.call("queue_enqueue_many", self.keys, calls[0]), calls[0])
-        return self.client.run(enqueue_batches(self.keys, calls))
+            reply = self.client.call("queue_enqueue_many", self.producer_keys, calls[0])
+            return enqueued_many(reply, calls[0])
+        return self.client.run(enqueue_batches(self.producer_keys, calls))
 
     # ---- consuming
 
     def claim(self, count: int = 1, *, lease: float | None = None) -> Batch:
         """Lease up to ``count`` ready jobs (due delayed jobs are promoted first)."""
-        return claimed(self.client.call("queue_claim", self.keys, self._claim_args(count, lease)))
+        return claimed(self.client.call("queue_claim", self.worker_keys, self._claim_args(count, lease)))
 
     def complete(self, jobs: Job | Sequence[Job], *, claim: int = 0, lease: float | None = None) -> Batch:
         """Complete ``jobs`` (payloads deleted) and, when ``claim`` > 0, claim the next
@@ -95,7 +96,7 @@ class Queue(QueueBase[Runner]):
         args = self._complete_args(jobs, claim, lease)
         if args is None:
             return self.claim(claim, lease=lease) if claim else Batch()
-        return completed(self.client.call("queue_complete", self.keys, args), jobs, claim)
+        return completed(self.client.call("queue_complete", self.worker_keys, args), jobs, claim)
 
     def fail(
         self, job: Job, error: str | BaseException = "", *, retry_in: float | None = None, dead: bool = False
