@@ -5,6 +5,7 @@ with one line when the server is back)."""
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from time import monotonic
 from typing import Any
@@ -33,31 +34,39 @@ LOG_EVERY = 5.0  # seconds between two warnings about the same kind of server tr
 class Warnings:
     """Warnings about server trouble: the first of an outage at once, then at most one per
     :data:`LOG_EVERY` seconds; :meth:`recovered` logs one line when the server answers again
-    after a logged warning (a server failing one call in two logs no more than that)."""
+    after a logged warning (a server failing one call in two logs no more than that). Shared
+    by a worker's threads (its heartbeat, its ``concurrency`` loops): the state is changed
+    under a lock, so a recovery seen by two threads at once is logged once."""
 
     def __init__(self, clock: Callable[[], float] = monotonic) -> None:
         self._next = 0.0
         self._since: float | None = None
         self._logged = False
         self._clock = clock
+        self._lock = threading.Lock()
 
     def __call__(self, message: str, *args: object, exc_info: bool = False) -> None:
-        now = self._clock()
-        if self._since is None:
-            self._since = now
-        if now >= self._next:
+        with self._lock:
+            now = self._clock()
+            if self._since is None:
+                self._since = now
+            if now < self._next:
+                return
             self._next = now + LOG_EVERY
             self._logged = True
-            log.warning(message, *args, exc_info=exc_info)
+        log.warning(message, *args, exc_info=exc_info)
 
     def recovered(self, what: object, *, quiet: bool = False) -> None:
         """The server answered: if a warning was logged, say after how long (once; ``quiet``:
         only reset, another part of the worker says it)."""
-        if self._since is not None:
-            if self._logged and not quiet:
-                log.warning("%r: server back, recovered after %.1f s", what, self._clock() - self._since)
+        if self._since is None:  # the common case, without the lock
+            return
+        with self._lock:
+            since, logged = self._since, self._logged
             self._since = None
             self._logged = False
+        if since is not None and logged and not quiet:
+            log.warning("%r: server back, recovered after %.1f s", what, self._clock() - since)
 
 
 class Leases:
