@@ -86,6 +86,30 @@ def test_ask_during_migration_then_moved_after_it(client: ClusterClient, cluster
         _finish(cluster, slot, source_id)
 
 
+def test_a_blocking_command_under_ask_sends_asking_on_its_own_connection(
+    client: ClusterClient, cluster: TempCluster, cluster_url: str, impl: str
+) -> None:
+    """``ASKING`` holds for the next command on its connection only: a blocking command sent
+    to the importing node goes in one write with it (else the target answers MOVED back)."""
+    key = "{blocking-ask}:jobs"
+    slot = key_slot(key)
+    source, target, source_id, _ = _migrate(cluster, slot)
+
+    async def pop_async() -> Any:
+        async with AsyncClusterClient(cluster_url, impl=impl) as aclient:
+            return await aclient.execute_blocking("BLPOP", key, 1, timeout=1)
+
+    try:
+        assert client.execute("RPUSH", key, "a", "b") == 2  # ASK: on the target
+        assert target.raw_command("CLUSTER", "COUNTKEYSINSLOT", slot) == b":1\r\n"
+        assert client.execute_blocking("BLPOP", key, 1, timeout=1) == [key.encode(), b"a"]
+        assert asyncio.run(pop_async()) == [key.encode(), b"b"]
+    finally:
+        for node in (source, target):
+            node.raw_command("FLUSHALL")
+        _finish(cluster, slot, source_id)
+
+
 def test_a_script_call_follows_a_moved_slot_and_routes_there_after(
     client: ClusterClient, cluster: TempCluster
 ) -> None:

@@ -214,22 +214,35 @@ class Client(ScriptSettingsAccess, AsyncLockQueueAccess):
         ``socket_timeout`` (and at least ``BLOCKING_MARGIN`` more). Cancelled once sent, the
         command's connection is closed (the server stops waiting for it)."""
         refuse_connection_state(args)
-        payload = self._encode_command(*args)
+        reply = await self._blocking(self._encode_command(*args), 0, timeout)
+        if isinstance(reply, ResponseError):
+            raise reply
+        return reply
+
+    async def _execute_blocking_many(self, commands: list[tuple[Any, ...]], timeout: float) -> list[Any]:
+        """``commands`` ending with a blocking one, in one write on one connection (the
+        cluster's ``ASKING``, which holds for the next command on its connection only); their
+        replies, errors in place."""
+        payload = self._core.encode_pipeline(commands)
+        replies: list[Any] = await self._blocking(payload, len(commands), timeout)
+        return replies
+
+    async def _blocking(self, payload: bytes, count: int, timeout: float) -> Any:
+        """Send ``payload`` (``count`` commands, 0: one) on a dedicated connection, its reply
+        awaited ``timeout`` and the blocking margin; sent again once, on a fresh connection,
+        only if it was never written."""
         wait = blocking_wait(timeout, self._timeout)
         pool = self._pool
         for attempt in range(2):
             conn = await pool.borrow()
             try:
-                reply = await conn.send(payload, 0, wait)
-                break
+                return await conn.send(payload, count, wait)
             except ConnectionError as exc:
                 if attempt or exc.sent or isinstance(exc, TimeoutError):
                     raise
             finally:
                 pool.give_back(conn)
-        if isinstance(reply, ResponseError):
-            raise reply
-        return reply
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def evalsha(self, sha: str | bytes, keys: Sequence[Any] = (), args: Sequence[Any] = ()) -> Any:
         """Run ``EVALSHA`` of an already loaded script."""

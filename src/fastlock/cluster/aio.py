@@ -227,8 +227,8 @@ class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess):
         refuse_connection_state(args)
 
         async def send(node: Client, asking: bool) -> Any:
-            if asking:
-                await node.execute("ASKING")
+            if asking:  # in the same write, on the same connection
+                return asking_reply(await node._execute_blocking_many(command_commands(args), timeout))
             return await node.execute_blocking(*args, timeout=timeout)
 
         return await self._command(args, send)

@@ -282,8 +282,8 @@ class ClusterClient(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
         refuse_connection_state(args)
 
         def send(node: Client, asking: bool) -> Any:
-            if asking:
-                node.execute("ASKING")  # a blocking command may not be pipelined after it here
+            if asking:  # in the same write, on the same connection
+                return asking_reply(node._execute_blocking_many(command_commands(args), timeout))
             return node.execute_blocking(*args, timeout=timeout)
 
         return self._command(args, send)

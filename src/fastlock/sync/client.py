@@ -275,6 +275,13 @@ class Client(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
         normal = self.params.socket_timeout
         return self._run(_execute_blocking, args, blocking_wait(timeout, normal), normal)
 
+    def _execute_blocking_many(self, commands: list[tuple[Any, ...]], timeout: float) -> list[Any]:
+        """``commands`` ending with a blocking one, in one write on one connection (the
+        cluster's ``ASKING``, which holds for the next command on its connection only); their
+        replies, errors in place."""
+        normal = self.params.socket_timeout
+        return list(self._run(_pipeline_blocking, commands, blocking_wait(timeout, normal), normal))
+
     def evalsha(self, sha: str | bytes, keys: Sequence[Any] = (), args: Sequence[Any] = ()) -> Any:
         """Run ``EVALSHA`` of an already loaded script."""
         return self._run(self._core.Connection.evalsha, sha, keys, args)
@@ -350,6 +357,17 @@ def _execute_blocking(conn: Any, args: tuple[Any, ...], read_timeout: float, nor
     set_io_timeout(conn.sock, read_timeout)
     try:
         return conn.execute(args)
+    finally:
+        if not conn.broken:
+            set_io_timeout(conn.sock, normal)
+
+
+def _pipeline_blocking(
+    conn: Any, commands: list[tuple[Any, ...]], read_timeout: float, normal: float | None
+) -> Any:
+    set_io_timeout(conn.sock, read_timeout)
+    try:
+        return conn.pipeline(commands)
     finally:
         if not conn.broken:
             set_io_timeout(conn.sock, normal)
