@@ -1,9 +1,11 @@
 """Failover under load, on a cluster of the module's own (Redis and Valkey): locks and claims
 run from threads while a primary is failed over, first by ``CLUSTER FAILOVER``, then by
 ``kill -9``. Measured: time from the replica's promotion to the first success on its slots,
-``CLUSTER SLOTS`` reads per second, NOSCRIPT reloads. Checked: never two holders of a lock,
-every job completed exactly once (clean failover), no error raised to callers by a clean one.
-The numbers are printed (``-s``) and reported in docs/cluster.md."""
+``CLUSTER SLOTS`` reads per second, NOSCRIPT reloads: printed (``-s``), never asserted (the
+targets are measured by ``bench/cluster_failover.py``, reported in docs/cluster.md). Checked:
+never two holders of a lock, every job completed exactly once (clean failover), no error raised
+to callers by a clean one, no NOSCRIPT reload, successes on the failed-over slots after the
+promotion, and no more ``CLUSTER SLOTS`` reads than the refresh gate allows."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import asyncio
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,10 +21,13 @@ import pytest
 
 import fastlock
 from fastlock.cluster import AsyncClusterClient, ClusterClient
+from fastlock.cluster.topology import REFRESH_COOLDOWN
 from fastlock.protocol.slots import key_slot
 from fastlock.testing.cluster import TempCluster, wait_until
 
 LOCKS = 8
+RESUMED = 100
+"""Successes on the failed-over slots after the promotion that end a load run."""
 
 
 @dataclass
@@ -34,6 +40,7 @@ class Load:
     overlaps: int = 0
     successes: list[tuple[float, int]] = field(default_factory=list)  # (time, slot)
     errors: list[BaseException] = field(default_factory=list)
+    crashed: list[BaseException] = field(default_factory=list)  # anything else: fails the test
     completed: Counter[bytes] = field(default_factory=Counter)
 
 
@@ -76,27 +83,71 @@ def _claim_loop(client: ClusterClient, load: Load) -> None:
             time.sleep(0.01)
 
 
-def _run_load(client: ClusterClient, failover: Any) -> tuple[Load, float]:
+def _crash_recorded(loop: Callable[[ClusterClient, Load], None], client: ClusterClient, load: Load) -> None:
+    """Run a worker loop; what it raises besides the FastlockErrors it counts reaches the test."""
+    try:
+        loop(client, load)
+    except BaseException as exc:  # noqa: BLE001 - reported by the test
+        load.crashed.append(exc)
+        load.stop.set()
+
+
+Failover = Callable[[], tuple[float, set[int]]]
+"""Fails a primary over; returns the time of the replica's promotion and the slots it took."""
+
+
+def _run_load(client: ClusterClient, failover: Failover) -> tuple[Load, float, set[int]]:
+    """Locks and claims from threads, the failover in the middle; the load stops once
+    :data:`RESUMED` successes on the failed-over slots came after the promotion (a generous
+    deadline, not a fixed window: a loaded machine only takes longer)."""
     load = Load()
-    threads = [threading.Thread(target=_lock_loop, args=(client, load, f"w{i}")) for i in range(2)]
-    threads.append(threading.Thread(target=_claim_loop, args=(client, load)))
+    loops: list[Callable[[ClusterClient, Load], None]] = [
+        lambda c, lo: _lock_loop(c, lo, "w0"),
+        lambda c, lo: _lock_loop(c, lo, "w1"),
+        _claim_loop,
+    ]
+    threads = [threading.Thread(target=_crash_recorded, args=(loop, client, load)) for loop in loops]
     for thread in threads:
         thread.start()
     try:
-        time.sleep(0.3)
-        promoted_at = failover()
-        time.sleep(1.2)
+        wait_until(lambda: len(load.successes) >= RESUMED or load.stop.is_set(), 60, "load running")
+        promoted_at, slots = failover()
+        wait_until(
+            lambda: len(_after(load, promoted_at, slots)) >= RESUMED or load.stop.is_set(),
+            60,
+            "successes on the failed-over slots after the promotion",
+        )
     finally:
         load.stop.set()
         for thread in threads:
-            thread.join(10)
-    return load, promoted_at
+            thread.join(30)
+    assert not any(thread.is_alive() for thread in threads), "a worker thread hung"
+    assert load.crashed == []
+    return load, promoted_at, slots
+
+
+def _after(load: Load, promoted_at: float, slots: set[int]) -> list[float]:
+    """The times of the successes on ``slots`` after ``promoted_at``."""
+    return [t for t, slot in list(load.successes) if t >= promoted_at and slot in slots]
 
 
 def _first_success_after(load: Load, promoted_at: float, slots: set[int]) -> float:
-    after = [t for t, slot in load.successes if t >= promoted_at and slot in slots]
+    after = _after(load, promoted_at, slots)
     assert after, "no success on the failed-over slots after the promotion"
     return min(after) - promoted_at
+
+
+def _reads_allowed(elapsed: float, per_refresh: int = 1) -> float:
+    """The most ``CLUSTER SLOTS`` reads one client may make in ``elapsed`` seconds (with its
+    map already read): the refresh gate runs one refresh at a time and starts the next no
+    sooner than ``REFRESH_COOLDOWN`` (jitter only adds) after the last one ended, so at most
+    ``1 + elapsed / REFRESH_COOLDOWN`` refreshes; each reads one node, plus one per node down
+    that it tries first (``per_refresh``). (A forced refresh skips the cooldown, but only runs
+    while the map has a hole, and ``CLUSTER SLOTS`` lists a failed primary's slots until its
+    replica takes them.) A count bound, not a rate: ``<= 3/s`` is only the limit for long
+    windows (``1/elapsed + 1/REFRESH_COOLDOWN`` is over 3 in a window under about 17 s), and a
+    slow machine only makes the bound looser."""
+    return per_refresh * (1 + elapsed / REFRESH_COOLDOWN)
 
 
 def _slots_of(cluster: TempCluster, node: Any) -> set[int]:
@@ -113,20 +164,25 @@ def test_clean_failover_loses_nothing_and_resumes_at_once(fresh_cluster: TempClu
         payloads = [f"job-{i}".encode() for i in range(300)]
         for payload in payloads:
             queue.enqueue(payload)
-        reads_before, started = client.refreshes, time.monotonic()
         victim = key_slot(queue.keys[0])
-        load, promoted_at = _run_load(client, lambda: (cluster.failover(victim), time.monotonic())[1])
-        reads = (client.refreshes - reads_before) / (time.monotonic() - started)
-        new_primary = cluster.primary_of(victim)
-        resumed = _first_success_after(load, promoted_at, _slots_of(cluster, new_primary) - {victim})
+
+        def failover() -> tuple[float, set[int]]:
+            replica = cluster.failover(victim)
+            return time.monotonic(), _slots_of(cluster, replica) - {victim}
+
+        reads_before, started = client.refreshes, time.monotonic()
+        load, promoted_at, slots = _run_load(client, failover)
+        elapsed = time.monotonic() - started
+        reads = client.refreshes - reads_before
+        resumed = _first_success_after(load, promoted_at, slots)
         reloads = sum(stats.reloads for stats in client.script_stats().values())
         print(
             f"\n{cluster.flavour}/{impl} CLUSTER FAILOVER: first lock success {resumed * 1e3:.1f} ms after"
-            f" promotion; CLUSTER SLOTS {reads:.2f}/s; NOSCRIPT reloads {reloads}; errors {len(load.errors)}"
+            f" promotion; CLUSTER SLOTS {reads} in {elapsed:.2f} s; NOSCRIPT reloads {reloads};"
+            f" errors {len(load.errors)}"
         )
         assert load.errors == [] and load.overlaps == 0 and reloads == 0
-        assert reads <= 3
-        assert resumed < 0.2
+        assert reads <= _reads_allowed(elapsed)
         while len(load.completed) < len(payloads):  # the rest, after the failover
             jobs = queue.claim(50)
             load.completed.update(job.payload for job in jobs)
@@ -135,7 +191,11 @@ def test_clean_failover_loses_nothing_and_resumes_at_once(fresh_cluster: TempClu
     cluster.wait_stable()
 
 
-async def _async_through_failover(cluster: TempCluster, impl: str) -> tuple[float, int, int]:
+async def _async_through_failover(cluster: TempCluster, impl: str) -> tuple[float, int, int, float]:
+    """A lock acquired and released in a loop through a ``CLUSTER FAILOVER`` of its slot's
+    primary, then once more on the promoted one: (the seconds that last one took, the
+    ``CLUSTER SLOTS`` reads, NOSCRIPT reloads, the seconds the whole run took)."""
+    started = time.monotonic()
     async with AsyncClusterClient(cluster.url, impl=impl) as client:
         lock = client.lock("async-job", ttl=10)
         victim = key_slot(lock.manager.scope(lock.digest, "", lock.limit).slots[0])
@@ -149,18 +209,24 @@ async def _async_through_failover(cluster: TempCluster, impl: str) -> tuple[floa
         await promoted
         first = time.monotonic()
         await lock.release("a")
-        assert await lock.acquire("a") is not None
+        assert await lock.acquire("a") is not None  # progress on the promoted primary
         return (
             time.monotonic() - first,
             client.refreshes,
             sum(s.reloads for s in client.script_stats().values()),
+            time.monotonic() - started,
         )
 
 
 def test_async_client_follows_a_clean_failover(fresh_cluster: TempCluster, impl: str) -> None:
     fresh_cluster.wait_stable()
-    took, refreshes, reloads = asyncio.run(_async_through_failover(fresh_cluster, impl))
-    assert reloads == 0 and refreshes <= 5 and took < 0.5
+    took, refreshes, reloads, elapsed = asyncio.run(_async_through_failover(fresh_cluster, impl))
+    print(
+        f"\n{fresh_cluster.flavour}/{impl} async CLUSTER FAILOVER: release + acquire after it"
+        f" {took * 1e3:.1f} ms; CLUSTER SLOTS {refreshes} in {elapsed:.2f} s; NOSCRIPT reloads {reloads}"
+    )
+    assert reloads == 0
+    assert refreshes <= _reads_allowed(elapsed)  # the first, forced, read included: it ends a cooldown too
     fresh_cluster.wait_stable()
 
 
@@ -171,22 +237,23 @@ def test_kill_9_of_a_primary(fresh_cluster: TempCluster) -> None:
     with ClusterClient(cluster.url) as client:
         lock = client.lock("job-0", ttl=10)
         victim = key_slot(lock.manager.scope(lock.digest, "", lock.limit).slots[0])
+        client.refresh(force=True)  # the map read: every read counted below is a gated one
 
-        def kill() -> float:
+        def kill() -> tuple[float, set[int]]:
             _, replica = cluster.kill_primary(victim)
-            wait_until(lambda: cluster.primary_of(victim) is replica, 10, "promoted", step=0.002)
-            return time.monotonic()
+            wait_until(lambda: cluster.primary_of(victim) is replica, 30, "promoted", step=0.002)
+            return time.monotonic(), _slots_of(cluster, replica)
 
         reads_before, started = client.refreshes, time.monotonic()
-        load, promoted_at = _run_load(client, kill)
-        reads = (client.refreshes - reads_before) / (time.monotonic() - started)
-        new_primary = cluster.primary_of(victim)
-        resumed = _first_success_after(load, promoted_at, _slots_of(cluster, new_primary))
+        load, promoted_at, slots = _run_load(client, kill)
+        elapsed = time.monotonic() - started
+        reads = client.refreshes - reads_before
+        resumed = _first_success_after(load, promoted_at, slots)
         unsent = [e for e in load.errors if not getattr(e, "sent", True)]
         print(
             f"\n{cluster.flavour} kill -9: first lock success {resumed * 1e3:.1f} ms after promotion;"
-            f" CLUSTER SLOTS {reads:.2f}/s; errors raised {len(load.errors)} ({len(unsent)} unsent)"
+            f" CLUSTER SLOTS {reads} in {elapsed:.2f} s;"
+            f" errors raised {len(load.errors)} ({len(unsent)} unsent)"
         )
         assert load.overlaps == 0
-        assert reads <= 3
-        assert resumed < 0.3
+        assert reads <= _reads_allowed(elapsed, per_refresh=2)  # the killed node may be asked first
