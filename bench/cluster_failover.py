@@ -14,7 +14,8 @@ Measured per round and client:
 - ``CLUSTER SLOTS`` reads per second (``refreshes``) from the failover command to one second
   after the promotion or the later resume (target: 3);
 - NOSCRIPT seen by callers (``script_stats`` reloads) (target after ``CLUSTER FAILOVER``: 0);
-- errors raised to callers (after ``kill -9``: the calls in flight on the killed node).
+- errors raised to callers (after ``kill -9``: the calls in flight on the killed node), their
+  types listed at the end.
 
 ``python bench/cluster_failover.py [--flavour redis|valkey] [--failovers 5] [--impl python]``
 prints every round and the median and maximum per flavour, client and kind of failover.
@@ -27,6 +28,7 @@ import asyncio
 import statistics
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -54,7 +56,12 @@ class Record:
     def __init__(self) -> None:
         self.successes: list[tuple[float, int]] = []
         self.errors = 0
+        self.types: Counter[str] = Counter()
         self.crashed: list[BaseException] = []
+
+    def failed(self, exc: BaseException) -> None:
+        self.errors += 1
+        self.types[f"{type(exc).__name__} (sent {getattr(exc, 'sent', '?')})"] += 1
 
     def first_after(self, since: float, slots: set[int]) -> float | None:
         """The time of the first success on ``slots`` at ``since`` or later."""
@@ -111,8 +118,8 @@ def sync_worker(work: Iterator[tuple[int, Callable[[], Any]]], record: Record, s
             try:
                 step()
                 record.successes.append((time.monotonic(), slot))
-            except fastlock.FastlockError:
-                record.errors += 1
+            except fastlock.FastlockError as exc:
+                record.failed(exc)
             time.sleep(0.001)
     except BaseException as exc:  # noqa: BLE001 - reported by the main thread
         record.crashed.append(exc)
@@ -128,8 +135,8 @@ async def async_worker(
             try:
                 await step()
                 record.successes.append((time.monotonic(), slot))
-            except fastlock.FastlockError:
-                record.errors += 1
+            except fastlock.FastlockError as exc:
+                record.failed(exc)
             await asyncio.sleep(0.001)
     except BaseException as exc:  # noqa: BLE001 - reported by the main thread
         record.crashed.append(exc)
@@ -283,6 +290,8 @@ def run(flavour: str, binary: str, failovers: int, impl: str | None) -> list[str
                 summary += [summarise(f"{flavour} {kind}", how, r) for kind, r in rows.items()]
         finally:
             bench.close()
+        for kind, record in bench.records.items():
+            summary.append(f"{flavour} {kind} errors by type: {dict(record.types)}")
     return summary
 
 
