@@ -14,8 +14,9 @@ Measured per round and client:
 - ``CLUSTER SLOTS`` reads per second (``refreshes``) from the failover command to one second
   after the promotion or the later resume (target: 3);
 - NOSCRIPT seen by callers (``script_stats`` reloads) (target after ``CLUSTER FAILOVER``: 0);
-- errors raised to callers (after ``kill -9``: the calls in flight on the killed node), their
-  types listed at the end.
+- errors raised to callers (after ``kill -9``: the calls in flight on the killed node), listed
+  by type at the end, with those raised outside the rounds (while the load starts, while a
+  killed node is revived).
 
 ``python bench/cluster_failover.py [--flavour redis|valkey] [--failovers 5] [--impl python]``
 prints every round and the median and maximum per flavour, client and kind of failover.
@@ -55,13 +56,15 @@ class Record:
 
     def __init__(self) -> None:
         self.successes: list[tuple[float, int]] = []
-        self.errors = 0
-        self.types: Counter[str] = Counter()
+        self.failures: list[tuple[float, str]] = []  # (time, the error's type and ``sent``)
         self.crashed: list[BaseException] = []
 
     def failed(self, exc: BaseException) -> None:
-        self.errors += 1
-        self.types[f"{type(exc).__name__} (sent {getattr(exc, 'sent', '?')})"] += 1
+        self.failures.append((time.monotonic(), f"{type(exc).__name__} (sent {getattr(exc, 'sent', '?')})"))
+
+    def failed_in(self, start: float, end: float) -> Counter[str]:
+        """The errors raised from ``start`` to ``end``, by type."""
+        return Counter(what for t, what in list(self.failures) if start <= t <= end)
 
     def first_after(self, since: float, slots: set[int]) -> float | None:
         """The time of the first success on ``slots`` at ``since`` or later."""
@@ -178,6 +181,9 @@ class Bench:
         self.cluster = cluster
         self.stop = threading.Event()
         self.records = {kind: Record() for kind in KINDS}
+        self.types: dict[tuple[str, str], Counter[str]] = {
+            (k, how): Counter() for k in KINDS for how in TARGETS
+        }
         self.sync = ClusterClient(cluster.url, impl=impl)
         self.names = names_per_worker(self.sync, cluster)
         started: list[AsyncClusterClient] = []
@@ -215,7 +221,7 @@ class Bench:
         used = {slot for r in self.records.values() for _, slot in list(r.successes)}
         slots = {slot for slot in used if cluster.primary_of(slot) is primary}
         clients = {"sync": self.sync, "async": self.aio}
-        before = {k: (c.refreshes, reloads(c), self.records[k].errors) for k, c in clients.items()}
+        before = {k: (c.refreshes, reloads(c)) for k, c in clients.items()}
         started = time.monotonic()
         if how == "kill -9":
             primary.kill()
@@ -230,17 +236,20 @@ class Bench:
         )
         self.check()
         time.sleep(max(0.0, promoted + TAIL - time.monotonic()))
-        window = time.monotonic() - started
+        ended = time.monotonic()
         results = {}
         for kind, client in clients.items():
-            first = self.records[kind].first_after(promoted, slots)
+            record = self.records[kind]
+            first = record.first_after(promoted, slots)
             assert first is not None
-            reads, loaded, errors = before[kind]
+            reads, loaded = before[kind]
+            failed = record.failed_in(started, ended)
+            self.types[kind, how] += failed
             results[kind] = (
                 (first - promoted) * 1e3,
-                (client.refreshes - reads) / window,
+                (client.refreshes - reads) / (ended - started),
                 reloads(client) - loaded,
-                self.records[kind].errors - errors,
+                failed.total(),
             )
         if how == "kill -9":
             cluster.revive(primary, timeout=60)  # type: ignore[arg-type]  # a ClusterNode
@@ -290,8 +299,12 @@ def run(flavour: str, binary: str, failovers: int, impl: str | None) -> list[str
                 summary += [summarise(f"{flavour} {kind}", how, r) for kind, r in rows.items()]
         finally:
             bench.close()
+        for (kind, how), types in bench.types.items():
+            summary.append(f"{flavour} {kind} {how}: errors by type {dict(types)}")
         for kind, record in bench.records.items():
-            summary.append(f"{flavour} {kind} errors by type: {dict(record.types)}")
+            outside = Counter(what for _, what in record.failures)
+            outside.subtract(sum((bench.types[kind, how] for how in TARGETS), Counter()))
+            summary.append(f"{flavour} {kind}: errors outside the rounds (start, revive) {dict(+outside)}")
     return summary
 
 
