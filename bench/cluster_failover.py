@@ -33,11 +33,13 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import flavours
+
 import fastlock
 from fastlock.cluster import AsyncClusterClient, ClusterClient
 from fastlock.protocol.slots import key_slot
 from fastlock.testing.cluster import TempCluster, wait_until
-from fastlock.testing.servers import FLAVOURS, TempServer, find_binaries
+from fastlock.testing.servers import TempServer
 
 KINDS = ("sync", "async")
 TAIL = 1.0
@@ -310,17 +312,12 @@ def run(flavour: str, binary: str, failovers: int, impl: str | None) -> list[str
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--flavour", choices=FLAVOURS, action="append")
+    flavours.add_option(parser)
     parser.add_argument("--failovers", type=int, default=5, help="rounds of each kind of failover")
     parser.add_argument("--impl", default=None, help="the core: cython (default) or python")
     options = parser.parse_args(argv)
-    binaries = find_binaries()
     summary: list[str] = []
-    for flavour in options.flavour or FLAVOURS:
-        binary, why = binaries[flavour]
-        if binary is None:
-            print(f"{flavour}: unavailable ({why})")
-            continue
+    for flavour, binary in flavours.binaries(options.flavour):
         summary += run(flavour, binary, options.failovers, options.impl)
     print("\n".join(summary))
 

@@ -26,13 +26,14 @@ import threading
 import time
 from typing import Any
 
+import flavours
+
 import fastlock
 from fastlock import _core_py as core
 from fastlock.cluster.sentinel import SentinelClient
 from fastlock.cluster.sentinel_aio import AsyncSentinelClient
 from fastlock.testing.cluster import wait_until
 from fastlock.testing.sentinel import TempSentinels
-from fastlock.testing.servers import FLAVOURS, find_binaries
 
 Address = tuple[str, int]
 
@@ -160,18 +161,13 @@ def run(flavour: str, binary: str, failovers: int, poll: float, elsewhere: bool)
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--flavour", choices=FLAVOURS, action="append")
+    flavours.add_option(parser)
     parser.add_argument("--failovers", type=int, default=5)
     parser.add_argument("--poll-interval", type=float, default=5.0)
     parser.add_argument("--elsewhere", action="store_true")
     options = parser.parse_args(argv)
-    binaries = find_binaries()
     summary: list[str] = []
-    for flavour in options.flavour or FLAVOURS:
-        binary, why = binaries[flavour]
-        if binary is None:
-            print(f"{flavour}: unavailable ({why})")
-            continue
+    for flavour, binary in flavours.binaries(options.flavour):
         for kind, times in run(
             flavour, binary, options.failovers, options.poll_interval, options.elsewhere
         ).items():
