@@ -167,6 +167,46 @@ def test_async_cluster_client_runs_locks_queues_and_batches(cluster_url: str, im
     assert result["refreshes"] == 1
 
 
+def _at_once(client: ClusterClient, keys: list[str]) -> list[Exception]:
+    """``SET`` of each key from a thread of its own, all let go at once; what they raised."""
+    barrier = threading.Barrier(len(keys))
+    errors: list[Exception] = []
+
+    def first(key: str) -> None:
+        barrier.wait()
+        try:
+            client.execute("SET", key, "1")
+        except Exception as exc:  # noqa: BLE001 - reaches the test through ``errors``
+            errors.append(exc)
+
+    threads = [threading.Thread(target=first, args=(key,)) for key in keys]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert not any(t.is_alive() for t in threads)
+    return errors
+
+
+def test_first_calls_made_at_once_wait_for_the_one_map_read(cluster_url: str, impl: str) -> None:
+    """Threads (and tasks) calling a new client at once: one reads the slot map, the others
+    wait for that read instead of failing with ClusterDownError."""
+    keys = [f"first-{i}" for i in range(16)]
+    for _ in range(3):
+        with ClusterClient(cluster_url, impl=impl) as client:
+            assert _at_once(client, keys) == []
+            assert client.refreshes == 1
+
+    async def at_once() -> list[Any]:
+        async with AsyncClusterClient(cluster_url, impl=impl) as client:
+            replies = await asyncio.gather(*(client.execute("SET", key, "2") for key in keys))
+            assert client.refreshes == 1
+            return replies
+
+    for _ in range(3):
+        assert asyncio.run(at_once()) == [b"OK"] * len(keys)
+
+
 def test_a_seed_that_is_down_is_skipped(cluster: TempCluster, cluster_url: str, impl: str) -> None:
     with ClusterClient("redis://127.0.0.1:1", seeds=[cluster_url], impl=impl, connect_timeout=0.5) as client:
         assert client.execute("SET", "k", "v") == b"OK"

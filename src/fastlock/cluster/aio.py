@@ -62,6 +62,8 @@ class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess):
         self._slots = SlotMap()
         self._slot = SlotCache()
         self._gate = RefreshGate()
+        self._read_done = asyncio.Event()  # set while no slot-map read runs
+        self._read_done.set()
         self._loaded_on: set[Address] = set()
         self._reads = 0
 
@@ -90,7 +92,7 @@ class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess):
     async def primaries(self) -> list[Client]:
         """The clients of the primaries (for per-node commands such as ``SCAN``)."""
         if self._slots.primaries[0] is None:
-            await self.refresh(force=True)
+            await self._refresh_now()
         return [self.node(address) for address in self._slots.primary_nodes()]
 
     async def refresh(self, force: bool = False) -> bool:
@@ -100,11 +102,19 @@ class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess):
         if gate.running or not (force or gate.begin(time.monotonic())):
             return False
         gate.running = True
+        self._read_done.clear()
         try:
             await self._read_map()
         finally:
             gate.end(time.monotonic())
+            self._read_done.set()
         return True
+
+    async def _refresh_now(self) -> None:
+        """Read the slot map now, or wait for the read another task is making (a task that
+        finds the gate taken must not fail for want of the map being read)."""
+        if not await self.refresh(force=True):
+            await self._read_done.wait()
 
     async def _read_map(self) -> None:
         failure: BaseException | None = None
@@ -117,6 +127,7 @@ class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess):
                 continue
             fresh = parse_slots(reply, address)
             self._slots.update(fresh)
+            self._loaded_on.intersection_update(fresh.nodes())  # a node back later may have lost them
             await self._load_scripts(fresh.nodes())
             return
         if failure is not None and self._slots.primaries[0] is None:
@@ -136,7 +147,7 @@ class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess):
     async def _address(self, slot: int) -> Address:
         address = self._slots.primaries[slot]
         if address is None:
-            await self.refresh(force=True)
+            await self._refresh_now()
             address = self._slots.primary(slot)
         return address
 

@@ -135,7 +135,14 @@ class ClusterClient(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
 
     def _ensure_map(self) -> None:
         if self._slots.primaries[0] is None:
-            self.refresh()
+            self._refresh_now()
+
+    def _refresh_now(self) -> None:
+        """Read the slot map now, or wait for the read another thread is making (a thread
+        that finds the gate taken must not fail for want of the map being read)."""
+        if not self.refresh(force=True):
+            with self._gate_lock:  # held by the reading thread until its read is done
+                pass
 
     def refresh(self, force: bool = False) -> bool:
         """Read the slot map from a random known node (one refresh at a time, a cooldown
@@ -164,6 +171,7 @@ class ClusterClient(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
                 continue
             fresh = parse_slots(reply, address)
             self._slots.update(fresh)
+            self._loaded_on.intersection_update(fresh.nodes())  # a node back later may have lost them
             self._load_scripts(fresh.nodes())
             return
         if failure is not None and self._slots.primaries[0] is None:
@@ -184,7 +192,7 @@ class ClusterClient(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
     def _address(self, slot: int) -> Address:
         address = self._slots.primaries[slot]
         if address is None:
-            self.refresh(force=True)
+            self._refresh_now()
             address = self._slots.primary(slot)
         return address
 
