@@ -145,6 +145,24 @@ def test_wait_after_acquire_on_the_master(sentinels: TempSentinels) -> None:
     ):
         client.lock("durable", ttl=10).acquire("a")
 
+    async def on_asyncio() -> None:
+        client = await AsyncSentinelClient.connect(sentinels.sentinels, sentinels.service, wait=(1, 1000))
+        try:
+            lock = client.lock("durable-async", ttl=10)
+            token = await lock.acquire("a")
+            assert token is not None and await lock.release("a") == token
+        finally:
+            await client.close()
+        client = await AsyncSentinelClient.connect(sentinels.sentinels, sentinels.service, wait=(2, 20))
+        try:
+            with pytest.raises(ReplicationError) as info:
+                await client.lock("durable-async", ttl=10).acquire("b")
+            assert info.value.reply is not None  # the script ran: its reply is kept
+        finally:
+            await client.close()
+
+    asyncio.run(on_asyncio())
+
 
 def test_switch_message_and_watch() -> None:
     message = [b"message", b"+switch-master", b"fastlock 127.0.0.1 7000 127.0.0.1 7001"]

@@ -21,14 +21,15 @@ from ..operations import AsyncRunner, Operation
 from ..params import DEFAULT_URL
 from ..protocol.commands import refuse_connection_state
 from ..protocol.slots import SLOTS
-from ..scripts.calling import ScriptSettingsAccess, check_loaded, load_commands, register
+from ..scripts.calling import ScriptSettings, ScriptSettingsAccess, check_loaded, load_commands, register
+from ..scripts.registry import Script
 from .asking import command_commands, is_redirect, script_commands, share_scripts
 from .asking import reply as asking_reply
 from .durability import DURABLE_SCRIPTS, check_wait, durable_commands, durable_reply
 from .routing import Attempt, Pause, Plan, Refresh, SlotCache, command_key, redirected
 from .topology import Address, RefreshGate, SlotMap, parse_slots, seed_address, shuffled
 
-__all__ = ["AsyncClusterClient"]
+__all__ = ["AsyncClusterClient", "durable_call"]
 
 T = TypeVar("T")
 _log = logging.getLogger("fastlock.cluster")
@@ -203,12 +204,7 @@ class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess):
         assert wait is not None
 
         async def send(node: Client, asking: bool) -> Any:
-            commands = durable_commands(script, settings, keys, args, wait, asking=asking)
-            try:
-                return durable_reply(await node.execute_many(commands), script, wait[0])
-            except NoScriptError:
-                commands = durable_commands(script, settings, keys, args, wait, load=True)
-                return durable_reply(await node.execute_many(commands), script, wait[0])
+            return await durable_call(node, script, settings, keys, args, wait, asking)
 
         return await self._command_at(slot, send)
 
@@ -304,3 +300,22 @@ class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess):
 
 if TYPE_CHECKING:
     _RUNNER: type[AsyncRunner] = AsyncClusterClient  # mypy checks that it is an AsyncRunner
+
+
+async def durable_call(
+    node: Client,
+    script: Script,
+    settings: ScriptSettings,
+    keys: Sequence[Any],
+    args: Sequence[Any],
+    wait: tuple[int, int],
+    asking: bool = False,
+) -> Any:
+    """Call ``script`` then ``WAIT`` in one write on ``node`` (loading the script on
+    ``NOSCRIPT``): the asyncio twin of :func:`fastlock.cluster.client.durable_call`."""
+    try:
+        commands = durable_commands(script, settings, keys, args, wait, asking=asking)
+        return durable_reply(await node.execute_many(commands), script, wait[0])
+    except NoScriptError:
+        commands = durable_commands(script, settings, keys, args, wait, load=True)
+        return durable_reply(await node.execute_many(commands), script, wait[0])

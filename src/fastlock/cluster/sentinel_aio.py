@@ -17,6 +17,8 @@ from ..aio.drive import drive
 from ..exceptions import ConnectionError, ProtocolError, ReadOnlyError, ResponseError
 from ..operations import AsyncRunner, Operation
 from ..params import ConnectionParams, handshake_commands
+from .aio import durable_call
+from .durability import DURABLE_SCRIPTS, check_wait
 from .sentinel_follow import Resend, SentinelBase, sentinel_reply
 from .topology import Address
 
@@ -39,11 +41,13 @@ class AsyncSentinelClient(SentinelBase[Client], AsyncLockQueueAccess):
         poll_interval: float | None = 5.0,
         failover_timeout: float = 10.0,
         sentinel_options: dict[str, Any] | None = None,
+        wait: tuple[int, int] | None = None,
         **options: Any,
     ) -> None:
         super().__init__(
             Client, sentinels, service, poll_interval, failover_timeout, sentinel_options, options
         )
+        self.wait = check_wait(wait)
         self._watcher: asyncio.Task[None] | None = None
 
     @classmethod
@@ -146,7 +150,11 @@ class AsyncSentinelClient(SentinelBase[Client], AsyncLockQueueAccess):
         *,
         busy_timeout: float | None = None,
     ) -> Any:
-        """Run script ``name`` on the master."""
+        """Run script ``name`` on the master (with ``wait``, lock acquires and claims are
+        followed by ``WAIT`` in the same write)."""
+        if self.wait is not None and name in DURABLE_SCRIPTS:
+            script, settings, wait = self.scripts.get(name), self.script_settings, self.wait
+            return await self._send(lambda c: durable_call(c, script, settings, keys, args, wait))
         return await self._send(lambda c: c.call(name, keys, args, busy_timeout=busy_timeout))
 
     async def execute(self, *args: Any) -> Any:
