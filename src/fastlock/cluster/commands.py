@@ -21,7 +21,7 @@ from typing import Any
 
 from ..exceptions import ClusterDownError, ConnectionError, LoadingError, ResponseError, TryAgainError
 
-__all__ = ["FAST", "CommandTable", "Query", "Rule", "first_key", "parse_command_info"]
+__all__ = ["FAST", "GETKEYS", "CommandTable", "Query", "Rule", "first_key", "parse_command_info"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +49,8 @@ class Query:
 KEYLESS = Rule()
 GUESS = Rule(at=1)
 """What a command the server would not describe is routed by: its first argument."""
-_GETKEYS = object()  # first_key's answer: ask the server
+GETKEYS = object()
+"""What :func:`first_key` gives when only ``COMMAND GETKEYS`` can tell."""
 
 
 def _table() -> dict[bytes, Rule]:
@@ -108,7 +109,7 @@ def first_key(rule: Rule, args: Sequence[Any]) -> Any:
     if rule.subcommands is not None:
         sub = rule.subcommands.get(_name(args[1])) if len(args) > 1 else None
         if sub is None:
-            return _GETKEYS if rule.movable else None
+            return GETKEYS if rule.movable else None
         rule = sub
     at = rule.at
     if rule.after:
@@ -120,7 +121,7 @@ def first_key(rule: Rule, args: Sequence[Any]) -> Any:
         except ValueError:
             at = 0
     if rule.movable and (at == 0 or len(args) <= at or args[at] in ("", b"")):
-        return _GETKEYS
+        return GETKEYS
     return args[at] if 0 < at < len(args) else None
 
 
@@ -158,7 +159,7 @@ class CommandTable:
 
     def _apply(self, rule: Rule, name: bytes, args: Sequence[Any]) -> Any:
         key = first_key(rule, args)
-        if key is _GETKEYS:
+        if key is GETKEYS:
             self.lookups += 1
             return Query(("COMMAND", "GETKEYS", *args), name)
         return key
