@@ -126,6 +126,7 @@ def test_the_table_asks_once_per_name_and_keeps_what_it_learned() -> None:
     assert table.answer(getkeys, args, [b"k"]) == b"k" and table.key(args) == getkeys
     assert table.answer(getkeys, args, ResponseError("ERR The command has no key arguments")) is None
     assert table.rule(b"OBJECT") is None  # full (size 2): forgotten all at once
+    assert isinstance(table.key(("OBJECT", "ENCODING", "k")), Query)  # asked again
 
 
 def test_a_lookup_refused_routes_by_the_first_argument_and_a_failed_one_is_asked_again() -> None:

@@ -16,7 +16,7 @@ to :meth:`CommandTable.answer`, which gives the key, ``None`` or the next query.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..exceptions import ClusterDownError, ConnectionError, LoadingError, ResponseError, TryAgainError
@@ -36,6 +36,12 @@ class Rule:
     after: bytes = b""
     movable: bool = False
     subcommands: Mapping[bytes, Rule] | None = None
+    plain: bool = field(init=False, repr=False, compare=False)
+    """Only ``at``: the key is ``args[at]`` (the fast path)."""
+
+    def __post_init__(self) -> None:
+        plain = not (self.numkeys or self.after or self.movable or self.subcommands is not None)
+        object.__setattr__(self, "plain", plain)
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,10 +135,11 @@ class CommandTable:
     """Key rules by command name: :data:`FAST`, then those learned from the server (at most
     ``size``, forgotten all at once when full). ``lookups`` counts the queries made."""
 
-    __slots__ = ("_learned", "lookups", "size")
+    __slots__ = ("_learned", "_seen", "lookups", "size")
 
     def __init__(self, size: int = 512) -> None:
         self._learned: dict[bytes, Rule] = {}
+        self._seen: dict[Any, Rule] = {}  # by the first argument as given: no upper-casing
         self.size = size
         self.lookups = 0
 
@@ -144,24 +151,35 @@ class CommandTable:
         """Keep ``rule`` for command ``name``."""
         if len(self._learned) >= self.size:
             self._learned.clear()
+            self._seen.clear()
         self._learned[name] = rule
 
     def key(self, args: Sequence[Any]) -> Any:
         """The first key of ``args``, ``None`` (keyless), or a :class:`Query` to send first."""
         if not args:
             return None
-        name = _name(args[0])
-        rule = FAST.get(name) or self._learned.get(name)
+        first = args[0]
+        rule = self._seen.get(first) if type(first) is str or type(first) is bytes else None
         if rule is None:
-            self.lookups += 1
-            return Query(("COMMAND", "INFO", name), name)
-        return self._apply(rule, name, args)
+            name = _name(first)
+            rule = FAST.get(name) or self._learned.get(name)
+            if rule is None:
+                self.lookups += 1
+                return Query(("COMMAND", "INFO", name), name)
+            if type(first) is str or type(first) is bytes:
+                if len(self._seen) >= 4 * self.size:
+                    self._seen.clear()
+                self._seen[first] = rule
+        if rule.plain:
+            at = rule.at
+            return args[at] if 0 < at < len(args) else None
+        return self._apply(rule, args)
 
-    def _apply(self, rule: Rule, name: bytes, args: Sequence[Any]) -> Any:
+    def _apply(self, rule: Rule, args: Sequence[Any]) -> Any:
         key = first_key(rule, args)
         if key is GETKEYS:
             self.lookups += 1
-            return Query(("COMMAND", "GETKEYS", *args), name)
+            return Query(("COMMAND", "GETKEYS", *args), _name(args[0]))
         return key
 
     def answer(self, query: Query, args: Sequence[Any], reply: Any) -> Any:
@@ -171,10 +189,10 @@ class CommandTable:
         failed for a while (connection, cluster down: not learned, asked again next time)."""
         if query.command[1] == "INFO":
             if isinstance(reply, (ConnectionError, ClusterDownError, TryAgainError, LoadingError)):
-                return self._apply(GUESS, query.name, args)
+                return self._apply(GUESS, args)
             rule = GUESS if isinstance(reply, ResponseError) else parse_command_info(reply) or KEYLESS
             self.learn(query.name, rule)
-            return self._apply(rule, query.name, args)
+            return self._apply(rule, args)
         if isinstance(reply, ConnectionError):
             return first_key(GUESS, args)
         if isinstance(reply, ResponseError) or not reply:
