@@ -79,6 +79,7 @@ def test_built_in_command_keys_cost_no_lookup() -> None:
     assert table.key(("XREAD", "COUNT", 1, "STREAMS", "s1", "0")) == "s1"
     assert table.key(("LMPOP", 2, "a", "b", "LEFT")) == "a" and table.key(("BZMPOP", 0, 1, "z", "MIN")) == "z"
     assert table.key(("SINTERCARD", "x", "a")) is None  # malformed: any node says so
+    assert table.key(("EVAL", "return 1", None, "k")) is None
     assert table.lookups == 0
     assert seed_address("redis://h:7001/0") == ("h", 7001) and seed_address("h:7002") == ("h", 7002)
 
@@ -104,6 +105,7 @@ def test_command_info_replies_give_key_rules() -> None:
     assert rule is not None and rule.subcommands is not None
     assert first_key(rule, ("object", "encoding", "k")) == "k"
     assert first_key(rule, ("OBJECT", "HELP")) is None and first_key(rule, ("OBJECT", "NOPE", "k")) is None
+    assert first_key(rule, ("OBJECT", 10**9, "k")) is None  # not a subcommand (and no 1 GB name)
     assert parse_command_info([None]) is None  # an unknown command
     lmpop = parse_command_info(LMPOP_INFO)
     assert lmpop == Rule(0, movable=True) and first_key(lmpop, ("LMPOP", 1, "l", "LEFT")) is GETKEYS

@@ -87,7 +87,9 @@ FAST: Mapping[bytes, Rule] = _table()
 
 
 def _name(value: Any) -> bytes:
-    return (value.encode() if isinstance(value, str) else bytes(value)).upper()
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).upper()
+    return str(value).encode().upper()  # (an int is no name: never bytes(n), n zero bytes)
 
 
 def _rule(entry: Sequence[Any]) -> Rule:
@@ -124,7 +126,7 @@ def first_key(rule: Rule, args: Sequence[Any]) -> Any:
     elif rule.numkeys:
         try:
             at = at + 1 if len(args) > at + 1 and int(args[at]) > 0 else 0
-        except ValueError:
+        except (TypeError, ValueError):
             at = 0
     if rule.movable and (at == 0 or len(args) <= at or args[at] in ("", b"")):
         return GETKEYS
