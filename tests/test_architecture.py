@@ -272,7 +272,12 @@ FORBIDDEN: dict[str, set[str]] = {
 transports share what is transport-neutral (``params``, ``protocol``, ``scripts``, ...), never
 each other."""
 SANS_IO = {"protocol", "operations"}
-SANS_IO_MODULES = {"fastlock.cluster.topology", "fastlock.cluster.routing", "fastlock.cluster.asking"}
+SANS_IO_MODULES = {
+    "fastlock.cluster.topology",
+    "fastlock.cluster.routing",
+    "fastlock.cluster.commands",
+    "fastlock.cluster.asking",
+}
 """Sans-IO modules in rooms that do I/O: the cluster router, driven by the sync and async clients."""
 IO_MODULES = {"socket", "ssl", "select", "selectors", "threading", "time", "asyncio", "subprocess", "posix"}
 TOOLING = {"tools", "testing"}

@@ -217,3 +217,84 @@ def test_a_seed_that_is_down_is_skipped(cluster: TempCluster, cluster_url: str, 
 def test_connection_state_commands_are_refused(client: ClusterClient, command: tuple[str, ...]) -> None:
     with pytest.raises(fastlock.ArgumentError):
         client.execute(*command)
+
+
+def _calls(cluster: TempCluster, name: str) -> int:
+    """Calls of command ``name`` (``command|info``) so far, summed over the primaries."""
+    total = 0
+    for node in cluster.primaries():
+        for line in bulk_text(node.raw_command("INFO", "commandstats")).splitlines():
+            if line.startswith(f"cmdstat_{name}:"):
+                total += int(line.partition("calls=")[2].partition(",")[0])
+    return total
+
+
+def _off_first_argument(client: ClusterClient, cluster: TempCluster) -> list[tuple[Any, ...]]:
+    """Commands whose first key is not their first argument, on keys of every primary (made here)."""
+    commands: list[tuple[Any, ...]] = []
+    tags: dict[int, str] = {}
+    for i in range(1000):
+        tags.setdefault(cluster.primary_of(key_slot(f"t{i}")).port, f"t{i}")
+        if len(tags) == 3:
+            break
+    for tag in tags.values():
+        s, x, li, t = (f"{{{tag}}}:{name}" for name in "sxlt")
+        client.execute_many([("SET", s, "v"), ("XADD", x, "*", "f", 1), ("RPUSH", li, 1, 2), ("SADD", t, 1)])
+        commands += [
+            ("OBJECT", "ENCODING", s),
+            ("MEMORY", "USAGE", s),
+            ("XINFO", "STREAM", x),
+            ("LMPOP", 1, li, "LEFT"),
+            ("SINTERCARD", 1, t),
+        ]
+    return commands
+
+
+def _check(replies: list[Any], popped: bytes) -> None:
+    assert len(replies) == 15, replies
+    for encoding, usage, stream, pop, card in zip(*[iter(replies)] * 5, strict=True):
+        assert encoding == b"embstr" and usage > 0 and b"length" in stream, replies
+        assert pop[1] == [popped] and card == 1, replies
+
+
+def test_commands_are_routed_by_the_server_s_key_rules_with_one_lookup_per_name(
+    client: ClusterClient, cluster: TempCluster
+) -> None:
+    """``OBJECT ENCODING key``, ``MEMORY USAGE key``, ``XINFO STREAM key``, ``LMPOP 1 key``,
+    ``SINTERCARD 1 key`` go to their key's primary: no redirect; ``COMMAND INFO`` asked once for
+    each of OBJECT, MEMORY and XINFO (LMPOP and SINTERCARD are built in), GETKEYS never."""
+    commands = _off_first_argument(client, cluster)
+    redirects, infos, getkeys = (
+        client.redirects,
+        _calls(cluster, "command|info"),
+        _calls(cluster, "command|getkeys"),
+    )
+    _check([client.execute(*command) for command in commands], b"1")
+    _check(client.execute_many(commands), b"2")
+    assert client.redirects == redirects
+    assert _calls(cluster, "command|info") - infos == 3 and _calls(cluster, "command|getkeys") == getkeys
+    # keyless admin commands, wherever they land; an unknown command gets the server's error
+    assert client.execute("ACL", "WHOAMI") == b"default" and client.execute("PUBLISH", "channel", "m") == 0
+    assert client.execute("DEBUG", "SLEEP", 0) == b"OK" and isinstance(client.execute("OBJECT", "HELP"), list)
+    for _ in range(2):
+        with pytest.raises(fastlock.ResponseError, match=r"(?i)unknown command"):
+            client.execute("NOSUCHCOMMAND", "x")
+    assert _calls(cluster, "command|info") - infos == 7  # ACL, PUBLISH, DEBUG, NOSUCHCOMMAND: once each
+    assert client.redirects == redirects
+
+
+def test_the_async_client_learns_key_rules_alike(
+    client: ClusterClient, cluster: TempCluster, cluster_url: str, impl: str
+) -> None:
+    commands = _off_first_argument(client, cluster)
+    infos = _calls(cluster, "command|info")
+
+    async def run() -> tuple[list[Any], list[Any], int]:
+        async with AsyncClusterClient(cluster_url, impl=impl) as aclient:
+            one_by_one = [await aclient.execute(*command) for command in commands]
+            return one_by_one, await aclient.execute_many(commands), aclient.redirects
+
+    one_by_one, batched, redirects = asyncio.run(run())
+    _check(one_by_one, b"1")
+    _check(batched, b"2")
+    assert redirects == 0 and _calls(cluster, "command|info") - infos == 3

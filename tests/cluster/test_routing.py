@@ -1,18 +1,20 @@
 """The router without a server: slot maps from CLUSTER SLOTS replies, the refresh gate, which
-key routes a command, and the redirect plan fed replies by hand."""
+key routes a command (the key rules also checked against a real server's ``COMMAND GETKEYS``),
+and the redirect plan fed replies by hand."""
 
 from __future__ import annotations
 
 import pytest
 
+from fastlock.cluster import ClusterClient
 from fastlock.cluster.asking import command_commands, is_redirect, reply
+from fastlock.cluster.commands import FAST, GETKEYS, CommandTable, Query, Rule, first_key, parse_command_info
 from fastlock.cluster.routing import (
     MAX_REDIRECTS,
     Attempt,
     Pause,
     Refresh,
     SlotCache,
-    command_key,
     redirected,
 )
 from fastlock.cluster.topology import SlotMap, parse_slots, seed_address
@@ -67,14 +69,141 @@ def test_refresh_gate_is_single_flight_with_a_jittered_cooldown() -> None:
     assert starts <= 10  # at most one per cooldown: never a storm
 
 
-def test_command_keys() -> None:
-    assert command_key(("GET", "k")) == "k"
-    assert command_key((b"zrange", b"idx", 0, 1)) == b"idx"
-    assert command_key(("EVALSHA", "sha", 2, "k1", "k2", "arg")) == "k1"
-    assert command_key(("EVAL", "return 1", 0)) is None
-    assert command_key(("INFO", "server")) is None and command_key(("PING",)) is None
-    assert command_key(("XREAD", "COUNT", 1, "STREAMS", "s1", "0")) == "s1"
+def test_built_in_command_keys_cost_no_lookup() -> None:
+    table = CommandTable()
+    assert table.key(("GET", "k")) == "k"
+    assert table.key((b"zrange", b"idx", 0, 1)) == b"idx"
+    assert table.key(("EVALSHA", "sha", 2, "k1", "k2", "arg")) == "k1"
+    assert table.key(("EVAL", "return 1", 0)) is None
+    assert table.key(("INFO", "server")) is None and table.key(("PING",)) is None
+    assert table.key(("XREAD", "COUNT", 1, "STREAMS", "s1", "0")) == "s1"
+    assert table.key(("LMPOP", 2, "a", "b", "LEFT")) == "a" and table.key(("BZMPOP", 0, 1, "z", "MIN")) == "z"
+    assert table.key(("SINTERCARD", "x", "a")) is None  # malformed: any node says so
+    assert table.key(("EVAL", "return 1", None, "k")) is None
+    assert table.lookups == 0
     assert seed_address("redis://h:7001/0") == ("h", 7001) and seed_address("h:7002") == ("h", 7002)
+
+
+# Captured from Redis 7.0.15 (OBJECT trimmed to two of its subcommands); Valkey 9 answers alike.
+OBJECT_INFO = [
+    [b"object", -2, [], 0, 0, 0, [b"@slow"], [], [], [
+        [b"object|encoding", 3, [b"readonly"], 2, 2, 1, [b"@keyspace", b"@read", b"@slow"],
+         [b"nondeterministic_output"], [[b"flags", [b"RO"], b"begin_search",
+         [b"type", b"index", b"spec", [b"index", 2]], b"find_keys",
+         [b"type", b"range", b"spec", [b"lastkey", 0, b"keystep", 1, b"limit", 0]]]], []],
+        [b"object|help", 2, [b"loading", b"stale"], 0, 0, 0, [b"@keyspace", b"@slow"], [], [], []],
+    ]]
+]  # fmt: skip
+LMPOP_INFO = [
+    [b"lmpop", -4, [b"write", b"movablekeys"], 0, 0, 0, [b"@write", b"@list", b"@slow"], [], [], []]
+]
+MIGRATE_INFO = [[b"migrate", -6, [b"write", b"movablekeys"], 3, 3, 1]]  # a Redis 6 style reply
+
+
+def test_command_info_replies_give_key_rules() -> None:
+    rule = parse_command_info(OBJECT_INFO)
+    assert rule is not None and rule.subcommands is not None
+    assert first_key(rule, ("object", "encoding", "k")) == "k"
+    assert first_key(rule, ("OBJECT", "HELP")) is None and first_key(rule, ("OBJECT", "NOPE", "k")) is None
+    assert first_key(rule, ("OBJECT", 10**9, "k")) is None  # not a subcommand (and no 1 GB name)
+    assert parse_command_info([None]) is None  # an unknown command
+    lmpop = parse_command_info(LMPOP_INFO)
+    assert lmpop == Rule(0, movable=True) and first_key(lmpop, ("LMPOP", 1, "l", "LEFT")) is GETKEYS
+    migrate = parse_command_info(MIGRATE_INFO)
+    assert migrate is not None and first_key(migrate, ("MIGRATE", "h", 1, "k", 0, 10)) == "k"
+    assert first_key(migrate, ("MIGRATE", "h", 1, "", 0, 10, "KEYS", "k")) is GETKEYS
+
+
+def test_the_table_asks_once_per_name_and_keeps_what_it_learned() -> None:
+    table = CommandTable(size=2)
+    query = table.key(("OBJECT", "ENCODING", "k"))
+    assert query == Query(("COMMAND", "INFO", b"OBJECT"), b"OBJECT")
+    assert table.answer(query, ("OBJECT", "ENCODING", "k"), OBJECT_INFO) == "k"
+    assert table.key(("object", "encoding", "j")) == "j" and table.lookups == 1
+    query = table.key(("NOSUCH", "x"))
+    assert table.answer(query, ("NOSUCH", "x"), [None]) is None and table.key(("NOSUCH", "y")) is None
+    args = ("MIGRATE", "h", 1, "", 0, 10, "KEYS", "k")
+    getkeys = table.answer(table.key(args), args, MIGRATE_INFO)
+    assert getkeys == Query(("COMMAND", "GETKEYS", *args), b"MIGRATE")  # each call: movable
+    assert table.answer(getkeys, args, [b"k"]) == b"k" and table.key(args) == getkeys
+    assert table.answer(getkeys, args, ResponseError("ERR The command has no key arguments")) is None
+    assert table.rule(b"OBJECT") is None  # full (size 2): forgotten all at once
+    assert isinstance(table.key(("OBJECT", "ENCODING", "k")), Query)  # asked again
+
+
+def test_a_lookup_refused_routes_by_the_first_argument_and_a_failed_one_is_asked_again() -> None:
+    table = CommandTable()
+    query = table.key(("RENAMED", "k"))
+    assert table.answer(query, ("RENAMED", "k"), ConnectionError("refused")) == "k"
+    assert table.rule(b"RENAMED") is None  # not learned: asked again
+    assert table.answer(query, ("RENAMED", "k"), ResponseError("NOPERM no COMMAND")) == "k"
+    assert table.rule(b"RENAMED") == Rule(at=1)
+
+
+SAMPLES = [
+    ("GET", "k"),
+    ("OBJECT", "ENCODING", "k"),
+    ("MEMORY", "USAGE", "k"),
+    ("XINFO", "STREAM", "s"),
+    ("XINFO", "GROUPS", "s"),
+    ("LMPOP", 2, "a", "b", "LEFT"),
+    ("ZMPOP", 1, "z", "MIN"),
+    ("BLMPOP", 0, 2, "l", "m", "RIGHT"),
+    ("BZMPOP", 0, 1, "z", "MAX"),
+    ("SINTERCARD", 2, "a", "b"),
+    ("ZINTERCARD", 1, "z"),
+    ("ZUNION", 2, "a", "b"),
+    ("ZINTER", 1, "a"),
+    ("ZDIFF", 2, "a", "b"),
+    ("ZUNIONSTORE", "d", 2, "a", "b"),
+    ("EVAL", "return 1", 1, "k", "arg"),
+    ("EVAL_RO", "return 1", 0, "arg"),
+    ("FCALL", "f", 2, "k", "j"),
+    ("XREAD", "COUNT", 1, "STREAMS", "s", "t", "0", "0"),
+    ("XREADGROUP", "GROUP", "g", "c", "STREAMS", "s", ">"),
+    ("GEORADIUS_RO", "g", 0, 0, 1, "m"),
+    ("SORT", "k", "STORE", "d"),
+    ("BLPOP", "a", "b", 0),
+    ("MIGRATE", "h", 1, "", 0, 10, "KEYS", "k", "j"),
+    ("MIGRATE", "h", 1, "k", 0, 10),
+    ("PUBLISH", "channel", "message"),
+    ("ACL", "WHOAMI"),
+]
+
+
+def _server_first_key(client: ClusterClient, args: tuple[object, ...]) -> object:
+    try:
+        keys = client.execute("COMMAND", "GETKEYS", *args)
+    except ResponseError:  # "no key arguments" (Valkey) / "wrong number of arguments" (Redis 7.0)
+        return None
+    return keys[0].decode() if keys else None
+
+
+def test_key_rules_agree_with_the_server_s_command_getkeys(client: ClusterClient) -> None:
+    table = CommandTable()
+    disagree = []
+    for args in SAMPLES:
+        expected = _server_first_key(client, args)
+        name = str(args[0]).upper().encode()
+        learned = parse_command_info(client.execute("COMMAND", "INFO", name))
+        assert learned is not None, name
+        by_info = first_key(learned, args)
+        fast = FAST.get(name)
+        key = table.key(args)
+        while isinstance(key, Query):
+            try:
+                reply = client.execute(*key.command)
+            except ResponseError as exc:
+                reply = exc
+            key = table.answer(key, args, reply)
+        key = key.decode() if isinstance(key, bytes) else key
+        if (
+            key != expected
+            or (by_info is not GETKEYS and by_info != expected)
+            or (fast is not None and first_key(fast, args) != expected)
+        ):
+            disagree.append((args, expected, key, by_info))
+    assert disagree == []
 
 
 def test_slot_cache_computes_each_key_once_and_stays_bounded() -> None:

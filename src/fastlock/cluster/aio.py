@@ -6,6 +6,7 @@ node. A refresh runs while the calls that asked for it go on with the patched ma
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import random
 import time
@@ -25,8 +26,9 @@ from ..scripts.calling import ScriptSettings, ScriptSettingsAccess, check_loaded
 from ..scripts.registry import Script
 from .asking import command_commands, is_redirect, script_commands, share_scripts
 from .asking import reply as asking_reply
+from .commands import CommandTable, Query
 from .durability import DURABLE_SCRIPTS, check_wait, durable_commands, durable_reply
-from .routing import Attempt, Pause, Plan, Refresh, SlotCache, command_key, redirected
+from .routing import Attempt, Pause, Plan, Refresh, SlotCache, redirected
 from .topology import Address, RefreshGate, SlotMap, parse_slots, seed_address, shuffled
 
 __all__ = ["AsyncClusterClient", "durable_call"]
@@ -62,6 +64,8 @@ class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess):
         self._nodes: dict[Address, Client] = {self._seeds[0]: self._first}
         self._slots = SlotMap()
         self._slot = SlotCache()
+        self._commands = CommandTable()
+        self._redirects = 0
         self._gate = RefreshGate()
         self._read_done = asyncio.Event()  # set while no slot-map read runs
         self._read_done.set()
@@ -80,6 +84,11 @@ class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess):
     def refreshes(self) -> int:
         """``CLUSTER SLOTS`` reads so far (the slot map refreshes)."""
         return self._reads
+
+    @property
+    def redirects(self) -> int:
+        """Attempts sent again so far (after ``MOVED``, ``ASK``, a wait reply or a node down)."""
+        return self._redirects
 
     def node(self, address: Address) -> Client:
         """The client of the node at ``address`` (made on first use)."""
@@ -167,6 +176,7 @@ class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess):
                 await self.refresh()
             else:
                 assert type(step) is Attempt
+                self._redirects += 1
                 try:
                     result = await send(self.node(step.address), step.asking)
                 except (ResponseError, ConnectionError) as exc:
@@ -208,9 +218,22 @@ class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess):
 
         return await self._command_at(slot, send)
 
+    async def _command_slot(self, args: Sequence[Any]) -> int:
+        """The slot of the first key of ``args`` (keyless: any), the server asked first about
+        a command the table does not know (see :mod:`fastlock.cluster.commands`)."""
+        key = self._commands.key(args)
+        while type(key) is Query:
+            try:
+                reply = await self._command_at(
+                    random.randrange(SLOTS), functools.partial(_sent, args=key.command)
+                )
+            except (ResponseError, ConnectionError) as exc:
+                reply = exc
+            key = self._commands.answer(key, args, reply)
+        return self._slot(key) if key is not None else random.randrange(SLOTS)
+
     async def _command(self, args: tuple[Any, ...], send: _Send) -> Any:
-        key = command_key(args)
-        return await self._command_at(self._slot(key) if key is not None else random.randrange(SLOTS), send)
+        return await self._command_at(await self._command_slot(args), send)
 
     async def _command_at(self, slot: int, send: _Send) -> Any:
         try:
@@ -221,13 +244,7 @@ class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess):
     async def execute(self, *args: Any) -> Any:
         """Run one command on the primary of its first key's slot (keyless: any primary)."""
         refuse_connection_state(args)
-
-        async def send(node: Client, asking: bool) -> Any:
-            if asking:
-                return asking_reply(await node.execute_many(command_commands(args)))
-            return await node.execute(*args)
-
-        return await self._command(args, send)
+        return await self._command(args, functools.partial(_sent, args=args))
 
     async def execute_blocking(self, *args: Any, timeout: float) -> Any:
         """Run a blocking command on its key's primary (see :meth:`fastlock.aio.Client.execute_blocking`)."""
@@ -248,8 +265,7 @@ class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess):
         groups: dict[Address, list[int]] = {}
         slots: list[int] = []
         for index, args in enumerate(commands):
-            key = command_key(args)
-            slot = self._slot(key) if key is not None else random.randrange(SLOTS)
+            slot = await self._command_slot(args)
             slots.append(slot)
             groups.setdefault(await self._address(slot), []).append(index)
         batches = await asyncio.gather(
@@ -296,6 +312,12 @@ class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess):
 
     def __repr__(self) -> str:
         return f"<fastlock.cluster.AsyncClusterClient {len(self._nodes)} nodes impl={self.impl}>"
+
+
+async def _sent(node: Client, asking: bool, args: tuple[Any, ...]) -> Any:
+    if not asking:
+        return await node.execute(*args)
+    return asking_reply(await node.execute_many(command_commands(args)))
 
 
 if TYPE_CHECKING:

@@ -35,8 +35,9 @@ from ..sync.drive import drive
 from ..sync.pipeline import BoundScript, Pipeline
 from .asking import command_commands, is_redirect, script_commands, share_scripts
 from .asking import reply as asking_reply
+from .commands import CommandTable, Query
 from .durability import DURABLE_SCRIPTS, check_wait, durable_commands, durable_reply
-from .routing import Attempt, Pause, Plan, Refresh, SlotCache, command_key, redirected
+from .routing import Attempt, Pause, Plan, Refresh, SlotCache, redirected
 from .topology import Address, RefreshGate, SlotMap, parse_slots, seed_address, shuffled
 
 __all__ = ["ClusterClient", "durable_call"]
@@ -74,6 +75,8 @@ class ClusterClient(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
         self._nodes: dict[Address, Client] = {self._seeds[0]: self._first}
         self._slots = SlotMap()
         self._slot = SlotCache()
+        self._commands = CommandTable()
+        self._redirects = 0
         self._gate = RefreshGate()
         self._gate_lock = threading.Lock()
         self._map_lock = threading.Lock()
@@ -107,6 +110,11 @@ class ClusterClient(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
     def refreshes(self) -> int:
         """``CLUSTER SLOTS`` reads so far (the slot map refreshes)."""
         return self._reads
+
+    @property
+    def redirects(self) -> int:
+        """Attempts sent again so far (after ``MOVED``, ``ASK``, a wait reply or a node down)."""
+        return self._redirects
 
     def node(self, address: Address) -> Client:
         """The client of the node at ``address`` (made on first use, its scripts loaded)."""
@@ -216,6 +224,7 @@ class ClusterClient(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
                 self.refresh()
             else:
                 assert type(step) is Attempt
+                self._redirects += 1
                 try:
                     result = send(self.node(step.address), step.asking)
                 except (ResponseError, ConnectionError) as exc:
@@ -270,9 +279,20 @@ class ClusterClient(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
 
         return self._command_at(self._slot_of(keys), send)
 
+    def _command_slot(self, args: Sequence[Any]) -> int:
+        """The slot of the first key of ``args`` (keyless: any), the server asked first about
+        a command the table does not know (see :mod:`fastlock.cluster.commands`)."""
+        key = self._commands.key(args)
+        while type(key) is Query:
+            try:
+                reply = self._command_at(random.randrange(SLOTS), functools.partial(_sent, args=key.command))
+            except (ResponseError, ConnectionError) as exc:
+                reply = exc
+            key = self._commands.answer(key, args, reply)
+        return self._slot(key) if key is not None else random.randrange(SLOTS)
+
     def _command(self, args: tuple[Any, ...], send: _Send) -> Any:
-        key = command_key(args)
-        return self._command_at(self._slot(key) if key is not None else random.randrange(SLOTS), send)
+        return self._command_at(self._command_slot(args), send)
 
     def _command_at(self, slot: int, send: _Send) -> Any:
         try:
@@ -304,8 +324,7 @@ class ClusterClient(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
         groups: dict[Address, list[int]] = {}
         slots: list[int] = []
         for index, args in enumerate(commands):
-            key = command_key(args)
-            slot = self._slot(key) if key is not None else random.randrange(SLOTS)
+            slot = self._command_slot(args)
             slots.append(slot)
             groups.setdefault(self._address(slot), []).append(index)
         replies: list[Any] = [None] * len(commands)

@@ -1,8 +1,8 @@
 """Which node runs a command, and what to do when the cluster says "not here" (sans-IO).
 
-Routing costs no round trip: a step goes to the primary of the slot of its first key
-(:func:`command_key`; every built-in script keeps all its keys in one slot), the slot
-computed once per key and cached (:class:`SlotCache`). When the first attempt gets an error,
+A step goes to the primary of the slot of its first key (found by
+:mod:`~fastlock.cluster.commands`; every built-in script keeps all its keys in one slot), the
+slot computed once per key and cached (:class:`SlotCache`). When the first attempt gets an error,
 the client runs :func:`redirected`, a generator yielding :class:`Attempt`, :class:`Pause` and
 :class:`Refresh` requests and receiving each attempt's reply (or having its exception thrown
 in), as the operations of :mod:`fastlock.operations` do. The rule every retry keeps: only
@@ -13,7 +13,7 @@ reply means the command did not run; a connection error raised before the write
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
@@ -37,7 +37,6 @@ __all__ = [
     "Plan",
     "Refresh",
     "SlotCache",
-    "command_key",
     "redirected",
 ]
 
@@ -47,11 +46,6 @@ MAX_WAITS = 45
 """Most pauses one command waits (``TRYAGAIN``, ``CLUSTERDOWN``, ``LOADING``, unreachable)."""
 _FIRST_PAUSE = 0.01
 _MAX_PAUSE = 0.1
-_KEYLESS = frozenset(
-    b"PING INFO TIME DBSIZE CONFIG SCRIPT FUNCTION CLUSTER COMMAND ECHO LASTSAVE MEMORY "
-    b"SLOWLOG LATENCY ROLE CLIENT FLUSHALL FLUSHDB RANDOMKEY SCAN KEYS WAIT HELLO".split()
-)
-_NUMKEYS_AT_2 = frozenset(b"EVAL EVALSHA EVAL_RO EVALSHA_RO FCALL FCALL_RO".split())
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,26 +69,6 @@ class Refresh:
 
 
 Plan: TypeAlias = Generator[Attempt | Pause | Refresh, Any, Any]
-
-
-def _name(value: Any) -> bytes:
-    return (value.encode() if isinstance(value, str) else bytes(value)).upper()
-
-
-def command_key(args: Sequence[Any]) -> Any:
-    """The key a command is routed by (its first key), or ``None`` for a keyless command
-    (sent to any primary). Scripts and functions: their first key, if they have one."""
-    if len(args) < 2:
-        return None
-    name = _name(args[0])
-    if name in _NUMKEYS_AT_2:
-        return args[3] if len(args) > 3 and int(args[2]) > 0 else None
-    if name in _KEYLESS:
-        return None
-    if name in (b"XREAD", b"XREADGROUP"):
-        streams = [_name(a) if isinstance(a, (str, bytes)) else b"" for a in args].index(b"STREAMS")
-        return args[streams + 1]
-    return args[1]
 
 
 class SlotCache:
