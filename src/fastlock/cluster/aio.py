@@ -17,21 +17,20 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..aio.client import AsyncLockQueueAccess, Client
 from ..aio.drive import drive
 from ..aio.pipeline import BoundScript, Pipeline
-from ..exceptions import ConnectionError, NoScriptError, ResponseError
+from ..exceptions import ConnectionError, ResponseError
 from ..operations import AsyncRunner, Operation
 from ..params import DEFAULT_URL
 from ..protocol.commands import refuse_connection_state
 from ..protocol.slots import SLOTS
-from ..scripts.calling import ScriptSettings, ScriptSettingsAccess, check_loaded, load_commands, register
-from ..scripts.registry import Script
+from ..scripts.calling import ScriptSettingsAccess, check_loaded, load_commands, register
 from .asking import command_commands, is_redirect, script_commands, share_scripts
 from .asking import reply as asking_reply
 from .commands import CommandTable, Query
-from .durability import DURABLE_SCRIPTS, check_wait, durable_commands, durable_reply
+from .durability import DURABLE_SCRIPTS, check_wait, durable_call_async
 from .routing import Attempt, Pause, Plan, Refresh, SlotCache, redirected
 from .topology import Address, RefreshGate, SlotMap, parse_slots, seed_address, shuffled
 
-__all__ = ["AsyncClusterClient", "durable_call"]
+__all__ = ["AsyncClusterClient"]
 
 T = TypeVar("T")
 _log = logging.getLogger("fastlock.cluster")
@@ -214,7 +213,7 @@ class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess):
         assert wait is not None
 
         async def send(node: Client, asking: bool) -> Any:
-            return await durable_call(node, script, settings, keys, args, wait, asking)
+            return await durable_call_async(node, script, settings, keys, args, wait, asking)
 
         return await self._command_at(slot, send)
 
@@ -322,22 +321,3 @@ async def _sent(node: Client, asking: bool, args: tuple[Any, ...]) -> Any:
 
 if TYPE_CHECKING:
     _RUNNER: type[AsyncRunner] = AsyncClusterClient  # mypy checks that it is an AsyncRunner
-
-
-async def durable_call(
-    node: Client,
-    script: Script,
-    settings: ScriptSettings,
-    keys: Sequence[Any],
-    args: Sequence[Any],
-    wait: tuple[int, int],
-    asking: bool = False,
-) -> Any:
-    """Call ``script`` then ``WAIT`` in one write on ``node`` (loading the script on
-    ``NOSCRIPT``): the asyncio twin of :func:`fastlock.cluster.client.durable_call`."""
-    try:
-        commands = durable_commands(script, settings, keys, args, wait, asking=asking)
-        return durable_reply(await node.execute_many(commands), script, wait[0])
-    except NoScriptError:
-        commands = durable_commands(script, settings, keys, args, wait, load=True)
-        return durable_reply(await node.execute_many(commands), script, wait[0])

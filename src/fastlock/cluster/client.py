@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..exceptions import ConnectionError, NoScriptError, ResponseError
+from ..exceptions import ConnectionError, ResponseError
 from ..operations import Operation, Runner
 from ..params import DEFAULT_URL
 from ..protocol.commands import refuse_connection_state
@@ -36,11 +36,11 @@ from ..sync.pipeline import BoundScript, Pipeline
 from .asking import command_commands, is_redirect, script_commands, share_scripts
 from .asking import reply as asking_reply
 from .commands import CommandTable, Query
-from .durability import DURABLE_SCRIPTS, check_wait, durable_commands, durable_reply
+from .durability import DURABLE_SCRIPTS, check_wait, durable_call
 from .routing import Attempt, Pause, Plan, Refresh, SlotCache, redirected
 from .topology import Address, RefreshGate, SlotMap, parse_slots, seed_address, shuffled
 
-__all__ = ["ClusterClient", "durable_call"]
+__all__ = ["ClusterClient"]
 
 T = TypeVar("T")
 _log = logging.getLogger("fastlock.cluster")
@@ -372,29 +372,6 @@ class ClusterClient(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
 
     def __repr__(self) -> str:
         return f"<fastlock.ClusterClient {len(self._nodes)} nodes impl={self.impl}>"
-
-
-def durable_call(
-    node: Client,
-    script: Script,
-    settings: ScriptSettings,
-    keys: Sequence[Any],
-    args: Sequence[Any],
-    wait: tuple[int, int],
-    asking: bool = False,
-    meta: bool = True,
-) -> Any:
-    """Call ``script`` then ``WAIT`` in one write on ``node`` (loading the script on
-    ``NOSCRIPT``; ``meta``: append the script's ``#meta`` values, false when ``args`` has them)."""
-    try:
-        return durable_reply(
-            node.execute_many(durable_commands(script, settings, keys, args, wait, asking=asking, meta=meta)),
-            script,
-            wait[0],
-        )
-    except NoScriptError:
-        commands = durable_commands(script, settings, keys, args, wait, load=True, meta=meta)
-        return durable_reply(node.execute_many(commands), script, wait[0])
 
 
 def _sent(node: Client, asking: bool, args: tuple[Any, ...]) -> Any:

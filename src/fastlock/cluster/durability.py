@@ -13,12 +13,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..exceptions import FastlockError, ResponseError
+from ..exceptions import FastlockError, NoScriptError, ResponseError
+from ..operations import AsyncRunner, Runner
 from ..scripts.calling import ScriptSettings, meta_values
 from ..scripts.errors import lua_error
 from ..scripts.registry import Script
 
-__all__ = ["DURABLE_SCRIPTS", "ReplicationError", "check_wait", "durable_commands", "durable_reply"]
+__all__ = [
+    "DURABLE_SCRIPTS",
+    "ReplicationError",
+    "check_wait",
+    "durable_call",
+    "durable_call_async",
+    "durable_commands",
+    "durable_reply",
+]
 
 DURABLE_SCRIPTS = frozenset({"lock_acquire", "queue_claim"})
 """The scripts followed by ``WAIT`` when a client is built with ``wait=(replicas, ms)``."""
@@ -87,3 +96,41 @@ def durable_reply(replies: Sequence[Any], script: Script, wanted: int) -> Any:
             wanted=wanted,
         )
     return reply
+
+
+def durable_call(
+    node: Runner,
+    script: Script,
+    settings: ScriptSettings,
+    keys: Sequence[Any],
+    args: Sequence[Any],
+    wait: tuple[int, int],
+    asking: bool = False,
+    meta: bool = True,
+) -> Any:
+    """Call ``script`` then ``WAIT`` in one write on ``node`` (loading the script on
+    ``NOSCRIPT``; ``meta``: append the script's ``#meta`` values, false when ``args`` has them)."""
+    try:
+        commands = durable_commands(script, settings, keys, args, wait, asking=asking, meta=meta)
+        return durable_reply(node.execute_many(commands), script, wait[0])
+    except NoScriptError:
+        commands = durable_commands(script, settings, keys, args, wait, load=True, meta=meta)
+        return durable_reply(node.execute_many(commands), script, wait[0])
+
+
+async def durable_call_async(
+    node: AsyncRunner,
+    script: Script,
+    settings: ScriptSettings,
+    keys: Sequence[Any],
+    args: Sequence[Any],
+    wait: tuple[int, int],
+    asking: bool = False,
+) -> Any:
+    """:func:`durable_call` on an asyncio node."""
+    try:
+        commands = durable_commands(script, settings, keys, args, wait, asking=asking)
+        return durable_reply(await node.execute_many(commands), script, wait[0])
+    except NoScriptError:
+        commands = durable_commands(script, settings, keys, args, wait, load=True)
+        return durable_reply(await node.execute_many(commands), script, wait[0])

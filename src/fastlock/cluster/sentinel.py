@@ -33,8 +33,7 @@ from ..operations import Operation, Runner
 from ..sync.client import Client, LockQueueAccess
 from ..sync.connect import open_connection, set_io_timeout
 from ..sync.drive import drive
-from .client import durable_call
-from .durability import DURABLE_SCRIPTS, check_wait
+from .durability import DURABLE_SCRIPTS, check_wait, durable_call
 from .sentinel_follow import Resend, SentinelBase, master_reply, sentinel_reply
 from .topology import Address
 

@@ -17,8 +17,7 @@ from ..aio.drive import drive
 from ..exceptions import ConnectionError, ProtocolError, ReadOnlyError, ResponseError
 from ..operations import AsyncRunner, Operation
 from ..params import ConnectionParams, handshake_commands
-from .aio import durable_call
-from .durability import DURABLE_SCRIPTS, check_wait
+from .durability import DURABLE_SCRIPTS, check_wait, durable_call_async
 from .sentinel_follow import Resend, SentinelBase, sentinel_reply
 from .topology import Address
 
@@ -154,7 +153,7 @@ class AsyncSentinelClient(SentinelBase[Client], AsyncLockQueueAccess):
         followed by ``WAIT`` in the same write)."""
         if self.wait is not None and name in DURABLE_SCRIPTS:
             script, settings, wait = self.scripts.get(name), self.script_settings, self.wait
-            return await self._send(lambda c: durable_call(c, script, settings, keys, args, wait))
+            return await self._send(lambda c: durable_call_async(c, script, settings, keys, args, wait))
         return await self._send(lambda c: c.call(name, keys, args, busy_timeout=busy_timeout))
 
     async def execute(self, *args: Any) -> Any:
