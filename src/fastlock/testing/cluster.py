@@ -112,7 +112,7 @@ class TempCluster:
             for node in self.nodes:
                 wait_until(functools.partial(_knows, node, total), 10, "met")
             for primary, replica in zip(self.nodes[:count], self.nodes[count:], strict=True):
-                _ok(replica.raw_command("CLUSTER", "REPLICATE", self.node_id(primary)))
+                _replicate(replica, self.node_id(primary))
             self.wait_stable()
         except BaseException:
             self.stop()
@@ -192,7 +192,7 @@ class TempCluster:
         for other in self.nodes:
             if other.pid is not None:
                 wait_until(functools.partial(_knows, other, total), timeout, "met")
-        _ok(node.raw_command("CLUSTER", "REPLICATE", self.node_id(orphan)))
+        _replicate(node, self.node_id(orphan))
         self.wait_stable(timeout)
         return time.monotonic() - start
 
@@ -212,6 +212,20 @@ class TempCluster:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _replicate(replica: TempServer, primary_id: str) -> None:
+    """``CLUSTER REPLICATE primary_id``, again while the replica has not learnt that id yet (a
+    node still in handshake is known under a temporary id: ``ERR Unknown node``)."""
+
+    def replicated() -> bool:
+        reply = replica.raw_command("CLUSTER", "REPLICATE", primary_id)
+        if reply.startswith(b"-ERR Unknown node"):
+            return False
+        _ok(reply)
+        return True
+
+    wait_until(replicated, 10, f"a replica of {primary_id}")
 
 
 def _knows(node: TempServer, total: int) -> bool:
