@@ -5,7 +5,9 @@
 runs ``SENTINEL FAILOVER`` and returns when the replica is the master and when the sentinels
 announced it; :meth:`TempSentinels.kill_master` SIGKILLs the master and returns when the
 sentinels announced its replica; :meth:`TempSentinels.kill_sentinel` SIGKILLs one sentinel
-(the others go on: quorum 2 of 3).
+(the others go on: quorum 2 of 3). :meth:`TempSentinels.rejoin` makes a deposed master a
+replica at once (the sentinels would, some 8 s after the failover) and
+:meth:`TempSentinels.revive` brings a killed one back so, both waiting until it is synced.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .cluster import wait_until
+from .cluster import _info, wait_until
 from .raw import ServerError, raw_command
 from .servers import HOST, TempServer, _die_with_parent, find_server_binary, free_port
 
@@ -135,8 +137,47 @@ class TempSentinels:
         """SIGKILL the master; return its replica once the sentinels announce it."""
         old, new = self.current()
         old.kill()
-        wait_until(lambda: self.master_port() == new.port, timeout, "failed over", step=0.01)
+        self.wait_announced(new, timeout)
         return new
+
+    def wait_announced(self, server: TempServer, timeout: float = 60) -> None:
+        """Wait until the first live sentinel names ``server`` the master."""
+        wait_until(lambda: self.master_port() == server.port, timeout, "failed over", step=0.01)
+
+    def wait_synced(self, timeout: float = 15) -> None:
+        """Wait until every live sentinel names the same master and the replica has all its
+        writes (its link up, its offset at the master's)."""
+
+        def synced() -> bool:
+            master, replica = self.current()
+            named = {
+                raw_command((HOST, port), "SENTINEL", "GET-MASTER-ADDR-BY-NAME", self.service)
+                for port in self.live
+            }
+            mine, theirs = _info(master, "replication"), _info(replica, "replication")
+            return (
+                len(named) == 1
+                and mine["role"] == "master"
+                and theirs.get("master_port") == str(master.port)
+                and theirs.get("master_link_status") == "up"
+                and int(theirs["slave_repl_offset"]) >= int(mine["master_repl_offset"])
+            )
+
+        wait_until(synced, timeout, "synced")
+
+    def rejoin(self, server: TempServer, timeout: float = 15) -> None:
+        """Make ``server`` (a deposed master) a replica of the master the sentinels name, its
+        writes since the failover dropped; wait until synced."""
+        master = self.current()[0]
+        reply = server.raw_command("REPLICAOF", HOST, master.port)
+        if reply != b"+OK\r\n":
+            raise ServerError(f"REPLICAOF failed: {reply!r}")
+        self.wait_synced(timeout)
+
+    def revive(self, server: TempServer, timeout: float = 15) -> None:
+        """Start a killed ``server`` again, empty, and make it the replica (:meth:`rejoin`)."""
+        server.restart()
+        self.rejoin(server, timeout)
 
     def kill_sentinel(self, port: int) -> None:
         """SIGKILL the sentinel on ``port``."""
