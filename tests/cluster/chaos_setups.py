@@ -104,7 +104,7 @@ class SentinelSetup:
     def failover(self) -> None:
         """``SENTINEL FAILOVER``, then the deposed master made a replica at once."""
         new: TempServer = self.deployment.failover()[0]
-        self.deployment.rejoin(self.deployment.current()[1])
+        self.deployment.rejoin(self.deployment.current()[1], None)  # read-only now; synced later
         assert self.deployment.current()[0] is new
 
     def kill(self) -> None:

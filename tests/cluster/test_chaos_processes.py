@@ -256,7 +256,11 @@ def test_claims_from_processes_through_two_failovers(setup: Setup) -> None:
     stale = [a for a in attempts if any(t > a[1] and end < a[2] for t, end in reclaimed[a[0]])]
     seen = [a for a in attempts if a[5] and a[3] < marks[setup.lossless_until]]
     for attempt in stale + seen:
-        assert attempt[4] != "ok", f"a stale completion was accepted: {attempt}"
+        assert attempt[4] != "ok", (
+            f"a stale completion was accepted: {attempt}, marks {marks},"
+            f" its job's claims {[c for c in claims if c[1] == attempt[0]]},"
+            f" attempts {[a for a in attempts if a[0] == attempt[0]]}"
+        )
     print(
         f"\n{setup.flavour} {type(setup).__name__} claims: {len(claims)} claims, {len(attempts)} completions"
         f" ({sum(map(len, accepted.values()))} accepted, {len(stale)} after a re-claim,"

@@ -165,14 +165,15 @@ class TempSentinels:
 
         wait_until(synced, timeout, "synced")
 
-    def rejoin(self, server: TempServer, timeout: float = 15) -> None:
+    def rejoin(self, server: TempServer, timeout: float | None = 15) -> None:
         """Make ``server`` (a deposed master) a replica of the master the sentinels name, its
-        writes since the failover dropped; wait until synced."""
+        writes since the failover dropped; wait until synced (unless ``timeout`` is None)."""
         master = self.current()[0]
         reply = server.raw_command("REPLICAOF", HOST, master.port)
         if reply != b"+OK\r\n":
             raise ServerError(f"REPLICAOF failed: {reply!r}")
-        self.wait_synced(timeout)
+        if timeout is not None:
+            self.wait_synced(timeout)
 
     def revive(self, server: TempServer, timeout: float = 15) -> None:
         """Start a killed ``server`` again, empty, and make it the replica (:meth:`rejoin`)."""
