@@ -52,6 +52,9 @@ WAIT = (1, 500)
 PROCESSES = 3
 NEED = 10
 """Progress asserted in each phase: confirmed lock cycles or accepted completions."""
+DOWN_AFTER = 2000
+"""The sentinels' ``down-after-milliseconds``: under the workers' load, a master may miss PINGs
+for 500 ms, and a failover nobody asked for would lose writes before the scenario's own."""
 
 
 def _spawn(work: Callable[..., None], args: tuple[Any, ...], shared: Shared, out: Any) -> list[Any]:
@@ -164,7 +167,7 @@ def deployment(request: pytest.FixtureRequest, flavour_binary: tuple[str, str]) 
         with TempCluster(binary, flavour) as cluster:
             yield ClusterSetup(cluster)
     else:
-        with TempSentinels(binary, flavour) as sentinels:
+        with TempSentinels(binary, flavour, down_after=DOWN_AFTER) as sentinels:
             yield SentinelSetup(sentinels)
 
 

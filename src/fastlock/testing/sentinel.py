@@ -1,7 +1,8 @@
 """A throw-away Sentinel deployment: a master, one replica and three sentinels on 127.0.0.1.
 
 ``with TempSentinels() as s: SentinelClient(s.sentinels, s.service)``. The sentinels use
-``down-after-milliseconds 500`` and ``failover-timeout 2000``; :meth:`TempSentinels.failover`
+``down-after-milliseconds 500`` (``down_after``: a longer one spares a loaded machine the
+failovers of a master slow to answer a PING) and ``failover-timeout 2000``; :meth:`TempSentinels.failover`
 runs ``SENTINEL FAILOVER`` and returns when the replica is the master and when the sentinels
 announced it; :meth:`TempSentinels.kill_master` SIGKILLs the master and returns when the
 sentinels announced its replica; :meth:`TempSentinels.kill_sentinel` SIGKILLs one sentinel
@@ -31,9 +32,15 @@ SERVICE = "fastlock"
 class TempSentinels:
     """A master and a replica (TempServers) watched by three sentinels, quorum 2."""
 
-    def __init__(self, binary: str | None = None, flavour: str | None = None, service: str = SERVICE) -> None:
+    def __init__(
+        self,
+        binary: str | None = None,
+        flavour: str | None = None,
+        service: str = SERVICE,
+        down_after: int = 500,
+    ) -> None:
         self.binary = binary or find_server_binary()
-        self.service = service
+        self.service, self.down_after = service, down_after
         self.master = TempServer(self.binary, flavour, extra_args=("--repl-diskless-sync-delay", "0"))
         self.replica = TempServer(self.binary, flavour, extra_args=("--repl-diskless-sync-delay", "0"))
         self.flavour = self.master.flavour
@@ -74,7 +81,7 @@ class TempSentinels:
         conf.write_text(
             f"port {port}\nbind {HOST}\ndir {self._dir}\nlogfile {self._dir}/sentinel-{n}.log\n"
             f"sentinel monitor {self.service} {HOST} {self.master.port} 2\n"
-            f"sentinel down-after-milliseconds {self.service} 500\n"
+            f"sentinel down-after-milliseconds {self.service} {self.down_after}\n"
             f"sentinel failover-timeout {self.service} 2000\n"
             f"sentinel parallel-syncs {self.service} 1\n"
         )
