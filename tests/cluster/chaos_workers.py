@@ -1,7 +1,8 @@
 """Worker processes of tests/cluster/test_chaos_processes.py (a module of their own, so that the
 "spawn" start method imports them without the test module's fixtures).
 
-Every worker builds its own :class:`ClusterClient` from the seed URL, runs until ``stop`` is set
+Every worker builds its own client from a :class:`Target` (a :class:`ClusterClient` from the
+seed URL, or a :class:`SentinelClient` from the sentinels), runs until ``stop`` is set
 and puts one :class:`Report` on ``out``: its events, its error counts by type, and a traceback if
 it died. Events are stamped by a **logical clock** shared by the processes (``tick``: a counter
 incremented under a lock), not by a wall clock: ``a.end < b.start`` means ``a`` returned before
@@ -17,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import fastlock
-from fastlock.cluster import ClusterClient
+from fastlock.cluster import ClusterClient, SentinelClient
 
 NEVER = 2**62
 """The start tick of a phase that has not started."""
@@ -33,6 +34,20 @@ def tick(clock: Any) -> int:
 def phase_of(phases: Any, at: int) -> int:
     """The phase (0, 1, 2) in which the tick ``at`` falls (``phases``: the start ticks)."""
     return max(i for i in range(len(phases)) if phases[i] <= at)
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where the workers connect: a cluster's seed ``url``, or ``sentinels`` and ``service``."""
+
+    url: str = ""
+    sentinels: tuple[str, ...] = ()
+    service: str = ""
+
+    def connect(self, wait: tuple[int, int] | None) -> ClusterClient | SentinelClient:
+        if self.sentinels:
+            return SentinelClient(self.sentinels, self.service, wait=wait)
+        return ClusterClient(self.url, wait=wait)
 
 
 @dataclass
@@ -80,7 +95,13 @@ def _run(report: Report, out: Any, body: Any) -> None:
 
 
 def lock_worker(
-    url: str, wait: tuple[int, int] | None, names: list[str], limit: int, me: str, shared: Shared, out: Any
+    target: Target,
+    wait: tuple[int, int] | None,
+    names: list[str],
+    limit: int,
+    me: str,
+    shared: Shared,
+    out: Any,
 ) -> None:
     """Take and give back the locks ``names`` (``limit`` holders each) until stopped, one fresh
     job id per attempt. Event per acquire that returned a token: ``(name, token, start, got,
@@ -89,7 +110,7 @@ def lock_worker(
     report = Report(me)
 
     def body() -> None:
-        with ClusterClient(url, wait=wait) as client:
+        with target.connect(wait) as client:
             locks = [client.lock(name, ttl=3, limit=limit) for name in names]
             n = 0
             while not shared.stop.is_set():
@@ -135,7 +156,7 @@ refused) and with the second."""
 
 
 def claim_worker(
-    url: str, wait: tuple[int, int] | None, queue_name: str, me: str, shared: Shared, out: Any
+    target: Target, wait: tuple[int, int] | None, queue_name: str, me: str, shared: Shared, out: Any
 ) -> None:
     """Claim and complete jobs of ``queue_name`` one at a time until stopped, with stale
     cycles on ``queue_name + "-" + me``. ``report.claims``: ``(queue, job id, token, start, end)``
@@ -145,7 +166,7 @@ def claim_worker(
     report = Report(me)
 
     def body() -> None:
-        with ClusterClient(url, wait=wait) as client:
+        with target.connect(wait) as client:
             queue, own = client.queue(queue_name, lease=10.0), client.queue(f"{queue_name}-{me}", lease=10.0)
             n = 0
             while not shared.stop.is_set():

@@ -48,9 +48,16 @@ def cluster_url(cluster: TempCluster) -> str:
 
 
 @pytest.fixture(scope="module", params=FLAVOURS)
-def fresh_cluster(request: pytest.FixtureRequest) -> Iterator[TempCluster]:
+def flavour_binary(request: pytest.FixtureRequest) -> tuple[str, str]:
+    """A flavour and its server binary, for a module that starts deployments of its own."""
+    return request.param, _binary(request.param)
+
+
+@pytest.fixture(scope="module")
+def fresh_cluster(flavour_binary: tuple[str, str]) -> Iterator[TempCluster]:
     """A cluster of its own for the module (its tests fail primaries over)."""
-    with TempCluster(_binary(request.param), request.param) as started:
+    flavour, binary = flavour_binary
+    with TempCluster(binary, flavour) as started:
         yield started
 
 

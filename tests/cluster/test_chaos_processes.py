@@ -1,7 +1,9 @@
-"""Chaos from several processes (the "spawn" start method, each with its own ClusterClient) while
-the primary of the scenario's slot is failed over twice: ``CLUSTER FAILOVER`` (phase 1), then
-``kill -9`` of the new primary (phase 2; the killed node is revived as a replica, so that WAIT
-can be answered again). Redis and Valkey, a cluster of the module's own.
+"""Chaos from several processes (the "spawn" start method, each with its own client) while the
+master of the scenario's keys is failed over twice, on a cluster (chaos_setups.ClusterSetup:
+``CLUSTER FAILOVER`` of the primary of the keys' slot) and on a Sentinel deployment
+(SentinelSetup: ``SENTINEL FAILOVER``, the deposed master then made a replica): the failover
+(phase 1), then ``kill -9`` of the new master (phase 2; the killed node is revived as a
+replica, so that WAIT can be answered again). Redis and Valkey, deployments of the module's own.
 
 What can be asserted soundly, with the events stamped by a logical clock shared by the
 processes (chaos_workers.py):
@@ -9,22 +11,24 @@ processes (chaos_workers.py):
 - **Holders** (with or without WAIT): a holding counts when its release freed that very token
   (the server still had it, so no write of it was lost and it had not expired). Such holdings
   never overlap more than ``limit`` deep: the last of ``limit + 1`` acquires would have met the
-  others on the surviving history.
+  others on the surviving history. Without WAIT on Sentinel, the holdings begun before the
+  deposed master was made a replica and ended after the failover began are left out: each
+  master may have granted one (with WAIT, the deposed master grants nothing: no replica acks).
 - **Tokens** (WAIT on): an acknowledged acquire or claim is on the one replica, which is the one
   promoted, so tokens handed out are distinct and a call sent after another returned gets a
   higher one. Without WAIT the counter can go back on kill -9: not asserted there.
 - **Claims** (WAIT on): none lost: every job ends completed, dead or still queued; a job is
-  completed twice only when the earlier completion ran on the killed primary (sent before the
-  kill returned, returned after the clean failover began): complete is not WAITed, so the kill
-  can lose it. A completion sent after a later claim of the same job returned, or (before the
-  kill, on a history that loses nothing) after the worker saw its lease gone, is refused
-  (:class:`LeaseLost`). Each worker makes such stale completions on a short queue of its own
-  in the same slot, where a recovered job is claimed again at once.
+  completed twice only when the earlier completion ran on a master that lost it (sent before
+  the kill returned, returned after the first failover began): complete is not WAITed. A
+  completion sent after a later claim of the same job returned, or (on a history that loses
+  nothing: before the kill on a cluster, before the failover on Sentinel) after the worker saw
+  its lease gone, is refused (:class:`LeaseLost`). Each worker makes such stale completions on
+  a short queue of its own (in the same slot), where a recovered job is claimed again at once.
 
-Errors that failover allows (connection lost, may have run, short of replicas, cluster down)
-are counted by type and phase and printed (phase 2 begins once the kill returned, so errors of
-the kill itself mostly count in phase 1); any other error fails the test, and progress is
-asserted in each phase (for claims, a refused stale completion too).
+Errors that failover allows (the setup's ``allowed``: connection lost, may have run, short of
+replicas, cluster down) are counted by type and phase and printed (phase 2 begins once the kill
+returned, so errors of the kill itself mostly count in phase 1); any other error fails the
+test, and progress is asserted in each phase (for claims, a refused stale completion too).
 """
 
 from __future__ import annotations
@@ -36,11 +40,11 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from chaos_setups import ClusterSetup, SentinelSetup, Setup
 from chaos_workers import NEVER, Report, Shared, claim_worker, lock_worker, tick
 
-from fastlock.cluster import ClusterClient
-from fastlock.protocol.slots import key_slot
-from fastlock.testing.cluster import TempCluster, _slot_ranges, wait_until
+from fastlock.testing.cluster import TempCluster, wait_until
+from fastlock.testing.sentinel import TempSentinels
 
 pytestmark = pytest.mark.fault
 
@@ -48,16 +52,14 @@ WAIT = (1, 500)
 PROCESSES = 3
 NEED = 10
 """Progress asserted in each phase: confirmed lock cycles or accepted completions."""
-
-ALLOWED = ("ConnectionError", "TimeoutError", "ReplicationError", "ClusterDownError", "TryAgainError")
-"""Errors a failover may raise to callers: lost connections (may have run), WAIT short of
-replicas (the promoted primary has none until the killed node rejoins), the cluster down while
-it notices the kill."""
+DOWN_AFTER = 2000
+"""The sentinels' ``down-after-milliseconds``: under the workers' load, a master may miss PINGs
+for 500 ms, and a failover nobody asked for would lose writes before the scenario's own."""
 
 
-def _spawn(target: Callable[..., None], args: tuple[Any, ...], shared: Shared, out: Any) -> list[Any]:
+def _spawn(work: Callable[..., None], args: tuple[Any, ...], shared: Shared, out: Any) -> list[Any]:
     context = multiprocessing.get_context("spawn")
-    procs = [context.Process(target=target, args=(*args, f"p{i}", shared, out)) for i in range(PROCESSES)]
+    procs = [context.Process(target=work, args=(*args, f"p{i}", shared, out)) for i in range(PROCESSES)]
     for proc in procs:
         proc.start()
     return procs
@@ -69,12 +71,10 @@ def _shared() -> Shared:
     return Shared(context.Value("q", 0), phases, context.Array("q", 6), context.Event())
 
 
-def _chaos(
-    cluster: TempCluster, victim: int, shared: Shared, procs: list[Any], stale: int = 0
-) -> dict[str, int]:
-    """Phase 0, then CLUSTER FAILOVER, then kill -9 of the new primary and its revival, each
-    until the workers made progress (and ``stale`` stale completions were refused); the ticks
-    around the failovers."""
+def _chaos(setup: Setup, shared: Shared, procs: list[Any], stale: int = 0) -> dict[str, int]:
+    """Phase 0, then the failover, then kill -9 of the new master and its revival, each until
+    the workers made progress (and ``stale`` stale completions were refused); the ticks around
+    the failovers."""
 
     def progress(phase: int) -> None:
         def made() -> bool:
@@ -89,15 +89,14 @@ def _chaos(
     marks: dict[str, int] = {}
     progress(0)
     marks["failover"] = tick(shared.clock)
-    cluster.failover(victim)
-    shared.phases[1] = tick(shared.clock)
+    setup.failover()
+    shared.phases[1] = marks["failed over"] = tick(shared.clock)
     progress(1)
-    cluster.wait_stable()  # the old primary is a synced replica of the new one
+    setup.wait_stable()  # the old master is a synced replica of the new one
     marks["kill"] = tick(shared.clock)
-    dead, replica = cluster.kill_primary(victim)
+    setup.kill()
     shared.phases[2] = marks["killed"] = tick(shared.clock)
-    wait_until(lambda: cluster.primary_of(victim) is replica, 15, "promoted")
-    cluster.revive(dead)
+    setup.revive()
     progress(2)
     return marks
 
@@ -121,27 +120,14 @@ def _collect(shared: Shared, procs: list[Any], out: Any) -> list[Report]:
     return reports
 
 
-def _errors(reports: list[Report]) -> Counter[str]:
+def _errors(reports: list[Report], allowed: tuple[str, ...]) -> Counter[str]:
     errors: Counter[str] = Counter()
     for report in reports:
         errors.update(report.errors)
     samples = {key: text for report in reports for key, text in report.samples.items()}
-    unexpected = [(e, samples.get(e)) for e in errors if e.split()[1] not in ALLOWED]
+    unexpected = [(e, samples.get(e)) for e in errors if e.split()[1] not in allowed]
     assert not unexpected, f"errors no failover explains: {unexpected}"
     return errors
-
-
-def _names_on(cluster: TempCluster, client: ClusterClient, count: int, tag: str) -> list[str]:
-    """``count`` lock names whose keys live on the primary of the first one."""
-
-    def slot(name: str) -> int:
-        lock = client.lock(name)
-        return key_slot(lock.manager.scope(lock.digest, "", lock.limit).slots[0])
-
-    primary = cluster.primary_of(slot(f"{tag}-0"))
-    ranges = _slot_ranges(primary)
-    names = (f"{tag}-{i}" for i in range(10_000))
-    return [n for n in names if any(low <= slot(n) <= high for low, high in ranges)][:count]
 
 
 def _max_overlap(holdings: list[tuple[int, int]]) -> int:
@@ -173,39 +159,51 @@ def _check_tokens(calls: dict[Any, list[tuple[int, int, int]]]) -> None:
         assert not _backwards(made), f"{key}: tokens went backwards: {_backwards(made)[:5]}"
 
 
+@pytest.fixture(scope="module", params=["cluster", "sentinel"])
+def deployment(request: pytest.FixtureRequest, flavour_binary: tuple[str, str]) -> Iterator[Setup]:
+    """A cluster or a Sentinel deployment of the module's own."""
+    flavour, binary = flavour_binary
+    if request.param == "cluster":
+        with TempCluster(binary, flavour) as cluster:
+            yield ClusterSetup(cluster)
+    else:
+        with TempSentinels(binary, flavour, down_after=DOWN_AFTER) as sentinels:
+            yield SentinelSetup(sentinels)
+
+
 @pytest.fixture
-def cluster(fresh_cluster: TempCluster) -> Iterator[TempCluster]:
-    fresh_cluster.wait_stable()
-    yield fresh_cluster
-    fresh_cluster.wait_stable()
+def setup(deployment: Setup) -> Iterator[Setup]:
+    deployment.wait_stable()
+    yield deployment
+    deployment.wait_stable()
 
 
 @pytest.mark.parametrize(
     ("limit", "wait"), [(1, WAIT), (3, WAIT), (1, None)], ids=["limit1-wait", "limit3-wait", "limit1"]
 )
 def test_locks_from_processes_through_two_failovers(
-    cluster: TempCluster, limit: int, wait: tuple[int, int] | None
+    setup: Setup, limit: int, wait: tuple[int, int] | None
 ) -> None:
-    with ClusterClient(cluster.url) as client:
-        names = _names_on(cluster, client, 4, f"chaos-{limit}-{wait is not None}")
-        victim = key_slot(client.lock(names[0]).manager.scope(client.lock(names[0]).digest, "", 1).slots[0])
+    with setup.client() as client:
+        names = setup.names(client, 4, f"chaos-{limit}-{wait is not None}")
     shared, out = _shared(), multiprocessing.get_context("spawn").Queue()
-    procs = _spawn(lock_worker, (cluster.url, wait, names, limit), shared, out)
+    procs = _spawn(lock_worker, (setup.target, wait, names, limit), shared, out)
     try:
-        _chaos(cluster, victim, shared, procs)
+        marks = _chaos(setup, shared, procs)
     finally:
         reports = _collect(shared, procs, out)
-    errors = _errors(reports)
+    errors = _errors(reports, setup.allowed)
     holdings, calls = defaultdict(list), defaultdict(list)
+    split = setup.split and wait is None  # each master may have granted a lock meanwhile
     for report in reports:
         for digest, token, start, got, let, confirmed in report.events:
             calls[digest].append((token, start, got))
-            if confirmed:
+            if confirmed and not (split and start < marks["failed over"] and marks["failover"] < let):
                 holdings[digest].append((got, let))
     events = [e for r in reports for e in r.events]
     print(
-        f"\n{cluster.flavour} limit {limit} wait {wait}: {len(events)} acquires"
-        f" ({sum(map(len, holdings.values()))} confirmed), progress {list(shared.progress)[:3]},"
+        f"\n{setup.flavour} {type(setup).__name__} limit {limit} wait {wait}: {len(events)} acquires"
+        f" ({sum(map(len, holdings.values()))} confirmed and checked), progress {list(shared.progress)[:3]},"
         f" errors {dict(errors)}"
     )
     for digest, held in holdings.items():
@@ -214,7 +212,7 @@ def test_locks_from_processes_through_two_failovers(
         _check_tokens(calls)
 
 
-def _queued(client: ClusterClient, name: str) -> set[str]:
+def _queued(client: Any, name: str) -> set[str]:
     """The ids of the jobs still in the queue (ready, delayed, active) or dead."""
     queue, ids = client.queue(name), set()
     for state in ("ready", "delayed", "active", "dead"):
@@ -228,19 +226,20 @@ def _queued(client: ClusterClient, name: str) -> set[str]:
     return ids
 
 
-def test_claims_from_processes_through_two_failovers(cluster: TempCluster) -> None:
+def test_claims_from_processes_through_two_failovers(setup: Setup) -> None:
     name = "{chaos}jobs"  # the workers' own queues ({chaos}jobs-p0...) share its slot
-    with ClusterClient(cluster.url, wait=WAIT) as client:
+    with setup.client(WAIT) as client:
         queue = client.queue(name)
         enqueued = set(queue.enqueue_many([b"x"] * 3000))
-        victim = key_slot(queue.keys[0])
+        setup.aim(queue.keys[0])
+        setup.wait_stable()  # the jobs on the replica (a Sentinel failover does not wait for it)
         shared, out = _shared(), multiprocessing.get_context("spawn").Queue()
-        procs = _spawn(claim_worker, (cluster.url, WAIT, name), shared, out)
+        procs = _spawn(claim_worker, (setup.target, WAIT, name), shared, out)
         try:
-            marks = _chaos(cluster, victim, shared, procs, stale=1)
+            marks = _chaos(setup, shared, procs, stale=1)
         finally:
             reports = _collect(shared, procs, out)
-        errors = _errors(reports)
+        errors = _errors(reports, setup.allowed)
         remaining = _queued(client, name)
     claims = [c for r in reports for c in r.claims]
     attempts = [e for r in reports for e in r.events]
@@ -250,7 +249,7 @@ def test_claims_from_processes_through_two_failovers(cluster: TempCluster) -> No
             accepted[attempt[0]].append(attempt)
     lost = enqueued - set(accepted) - remaining
     assert not lost, f"{len(lost)} jobs neither completed nor queued nor dead: {sorted(lost)[:5]}"
-    for job_id, done in accepted.items():  # twice: only when the kill lost the earlier one
+    for job_id, done in accepted.items():  # twice: only when a failover lost the earlier one
         earlier = sorted(done, key=lambda a: a[2])[: None if job_id in remaining else -1]
         for start, end in ((a[2], a[3]) for a in earlier):
             assert marks["failover"] < end and start < marks["killed"], f"{job_id} completed twice: {done}"
@@ -258,13 +257,17 @@ def test_claims_from_processes_through_two_failovers(cluster: TempCluster) -> No
     for _, job_id, token, _, end in claims:
         reclaimed[job_id].append((token, end))
     stale = [a for a in attempts if any(t > a[1] and end < a[2] for t, end in reclaimed[a[0]])]
-    seen = [a for a in attempts if a[5] and a[3] < marks["kill"]]
+    seen = [a for a in attempts if a[5] and a[3] < marks[setup.lossless_until]]
     for attempt in stale + seen:
-        assert attempt[4] != "ok", f"a stale completion was accepted: {attempt}"
+        assert attempt[4] != "ok", (
+            f"a stale completion was accepted: {attempt}, marks {marks},"
+            f" its job's claims {[c for c in claims if c[1] == attempt[0]]},"
+            f" attempts {[a for a in attempts if a[0] == attempt[0]]}"
+        )
     print(
-        f"\n{cluster.flavour} claims: {len(claims)} claims, {len(attempts)} completions"
+        f"\n{setup.flavour} {type(setup).__name__} claims: {len(claims)} claims, {len(attempts)} completions"
         f" ({sum(map(len, accepted.values()))} accepted, {len(stale)} after a re-claim,"
-        f" {len(seen)} seen stale before the kill: all refused), {len(remaining)} left,"
+        f" {len(seen)} seen stale before the {setup.lossless_until}: all refused), {len(remaining)} left,"
         f" progress {list(shared.progress)[:3]}, errors {dict(errors)}"
     )
     assert stale, "no completion was tried after a later claim of its job"

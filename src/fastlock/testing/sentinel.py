@@ -1,11 +1,14 @@
 """A throw-away Sentinel deployment: a master, one replica and three sentinels on 127.0.0.1.
 
 ``with TempSentinels() as s: SentinelClient(s.sentinels, s.service)``. The sentinels use
-``down-after-milliseconds 500`` and ``failover-timeout 2000``; :meth:`TempSentinels.failover`
+``down-after-milliseconds 500`` (``down_after``: a longer one spares a loaded machine the
+failovers of a master slow to answer a PING) and ``failover-timeout 2000``; :meth:`TempSentinels.failover`
 runs ``SENTINEL FAILOVER`` and returns when the replica is the master and when the sentinels
 announced it; :meth:`TempSentinels.kill_master` SIGKILLs the master and returns when the
 sentinels announced its replica; :meth:`TempSentinels.kill_sentinel` SIGKILLs one sentinel
-(the others go on: quorum 2 of 3).
+(the others go on: quorum 2 of 3). :meth:`TempSentinels.rejoin` makes a deposed master a
+replica at once (the sentinels would, some 8 s after the failover) and
+:meth:`TempSentinels.revive` brings a killed one back so, both waiting until it is synced.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .cluster import wait_until
+from .cluster import _info, wait_until
 from .raw import ServerError, raw_command
 from .servers import HOST, TempServer, _die_with_parent, find_server_binary, free_port
 
@@ -29,9 +32,15 @@ SERVICE = "fastlock"
 class TempSentinels:
     """A master and a replica (TempServers) watched by three sentinels, quorum 2."""
 
-    def __init__(self, binary: str | None = None, flavour: str | None = None, service: str = SERVICE) -> None:
+    def __init__(
+        self,
+        binary: str | None = None,
+        flavour: str | None = None,
+        service: str = SERVICE,
+        down_after: int = 500,
+    ) -> None:
         self.binary = binary or find_server_binary()
-        self.service = service
+        self.service, self.down_after = service, down_after
         self.master = TempServer(self.binary, flavour, extra_args=("--repl-diskless-sync-delay", "0"))
         self.replica = TempServer(self.binary, flavour, extra_args=("--repl-diskless-sync-delay", "0"))
         self.flavour = self.master.flavour
@@ -72,7 +81,7 @@ class TempSentinels:
         conf.write_text(
             f"port {port}\nbind {HOST}\ndir {self._dir}\nlogfile {self._dir}/sentinel-{n}.log\n"
             f"sentinel monitor {self.service} {HOST} {self.master.port} 2\n"
-            f"sentinel down-after-milliseconds {self.service} 500\n"
+            f"sentinel down-after-milliseconds {self.service} {self.down_after}\n"
             f"sentinel failover-timeout {self.service} 2000\n"
             f"sentinel parallel-syncs {self.service} 1\n"
         )
@@ -135,8 +144,48 @@ class TempSentinels:
         """SIGKILL the master; return its replica once the sentinels announce it."""
         old, new = self.current()
         old.kill()
-        wait_until(lambda: self.master_port() == new.port, timeout, "failed over", step=0.01)
+        self.wait_announced(new, timeout)
         return new
+
+    def wait_announced(self, server: TempServer, timeout: float = 60) -> None:
+        """Wait until the first live sentinel names ``server`` the master."""
+        wait_until(lambda: self.master_port() == server.port, timeout, "failed over", step=0.01)
+
+    def wait_synced(self, timeout: float = 15) -> None:
+        """Wait until every live sentinel names the same master and the replica has all its
+        writes (its link up, its offset at the master's)."""
+
+        def synced() -> bool:
+            master, replica = self.current()
+            named = {
+                raw_command((HOST, port), "SENTINEL", "GET-MASTER-ADDR-BY-NAME", self.service)
+                for port in self.live
+            }
+            mine, theirs = _info(master, "replication"), _info(replica, "replication")
+            return (
+                len(named) == 1
+                and mine["role"] == "master"
+                and theirs.get("master_port") == str(master.port)
+                and theirs.get("master_link_status") == "up"
+                and int(theirs["slave_repl_offset"]) >= int(mine["master_repl_offset"])
+            )
+
+        wait_until(synced, timeout, "synced")
+
+    def rejoin(self, server: TempServer, timeout: float | None = 15) -> None:
+        """Make ``server`` (a deposed master) a replica of the master the sentinels name, its
+        writes since the failover dropped; wait until synced (unless ``timeout`` is None)."""
+        master = self.current()[0]
+        reply = server.raw_command("REPLICAOF", HOST, master.port)
+        if reply != b"+OK\r\n":
+            raise ServerError(f"REPLICAOF failed: {reply!r}")
+        if timeout is not None:
+            self.wait_synced(timeout)
+
+    def revive(self, server: TempServer, timeout: float = 15) -> None:
+        """Start a killed ``server`` again, empty, and make it the replica (:meth:`rejoin`)."""
+        server.restart()
+        self.rejoin(server, timeout)
 
     def kill_sentinel(self, port: int) -> None:
         """SIGKILL the sentinel on ``port``."""
