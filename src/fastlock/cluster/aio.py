@@ -18,7 +18,7 @@ from ..aio.client import AsyncLockQueueAccess, Client
 from ..aio.drive import drive
 from ..aio.pipeline import BoundScript, Pipeline
 from ..exceptions import ConnectionError, ResponseError
-from ..operations import AsyncRunner, Operation
+from ..operations import AsyncRunner, Operation, run_plan_async
 from ..params import DEFAULT_URL
 from ..protocol.commands import refuse_connection_state
 from ..protocol.slots import SLOTS
@@ -161,25 +161,18 @@ class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess):
         return address
 
     async def _follow(self, plan: Plan, send: _Send) -> Any:
-        result: Any = None
-        failure: Exception | None = None
-        while True:
-            try:
-                step = plan.send(result) if failure is None else plan.throw(failure)
-            except StopIteration as stop:
-                return stop.value
-            failure, result = None, None
+        """:meth:`ClusterClient._follow <fastlock.cluster.ClusterClient._follow>` on asyncio."""
+
+        async def perform(step: Attempt | Pause | Refresh) -> Any:
             if type(step) is Pause:
-                await asyncio.sleep(step.seconds)
-            elif type(step) is Refresh:
-                await self.refresh()
-            else:
-                assert type(step) is Attempt
-                self._redirects += 1
-                try:
-                    result = await send(self.node(step.address), step.asking)
-                except (ResponseError, ConnectionError) as exc:
-                    failure = exc
+                return await asyncio.sleep(step.seconds)
+            if type(step) is Refresh:
+                return await self.refresh()
+            assert type(step) is Attempt
+            self._redirects += 1
+            return await send(self.node(step.address), step.asking)
+
+        return await run_plan_async(plan, perform)
 
     async def call(
         self,

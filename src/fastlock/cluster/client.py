@@ -24,7 +24,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..exceptions import ConnectionError, ResponseError
-from ..operations import Operation, Runner
+from ..operations import Operation, Runner, run_plan
 from ..params import DEFAULT_URL
 from ..protocol.commands import refuse_connection_state
 from ..protocol.slots import SLOTS
@@ -209,26 +209,19 @@ class ClusterClient(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
         return self._nodes.get(address) or self.node(address)
 
     def _follow(self, plan: Plan, send: _Send) -> Any:
-        """Run a redirect plan: attempts sent by ``send(node, asking)``."""
-        result: Any = None
-        failure: Exception | None = None
-        while True:
-            try:
-                step = plan.send(result) if failure is None else plan.throw(failure)
-            except StopIteration as stop:
-                return stop.value
-            failure, result = None, None
+        """Run a redirect plan (:func:`~fastlock.operations.run_plan`): attempts sent by
+        ``send(node, asking)``, their errors thrown into the plan."""
+
+        def perform(step: Attempt | Pause | Refresh) -> Any:
             if type(step) is Pause:
-                time.sleep(step.seconds)
-            elif type(step) is Refresh:
-                self.refresh()
-            else:
-                assert type(step) is Attempt
-                self._redirects += 1
-                try:
-                    result = send(self.node(step.address), step.asking)
-                except (ResponseError, ConnectionError) as exc:
-                    failure = exc
+                return time.sleep(step.seconds)
+            if type(step) is Refresh:
+                return self.refresh()
+            assert type(step) is Attempt
+            self._redirects += 1
+            return send(self.node(step.address), step.asking)
+
+        return run_plan(plan, perform)
 
     def _slot_of(self, keys: Sequence[Any]) -> int:
         """The slot a call with ``keys`` goes to: its first key's, any one without keys."""
