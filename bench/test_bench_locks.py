@@ -98,22 +98,23 @@ def test_gate_lock_vs_redis_py_lock(gate: Callable[[str, Side, Side], PairResult
     )
 
 
-def test_lifecycle_until_executed(measure: Callable[..., Figures], server_url: str) -> None:
-    """The realistic until_executed lifecycle (a new digest per job, one Lock object enqueues
-    and another executes), against the same bytes from C."""
+@pytest.mark.parametrize("kind", list(LockType), ids=lambda kind: kind.value)
+def test_lifecycle(measure: Callable[..., Figures], server_url: str, kind: LockType) -> None:
+    """The realistic lifecycle of each lock type (a new digest per job, one Lock object
+    enqueues and another executes), against the same bytes from C."""
     if importlib.util.find_spec("fastlock._core") is None:
         pytest.skip("Cython core not built")
     client = fastlock.Client(server_url)
-    run = lifecycle(client.locks, LockType.UNTIL_EXECUTED)
+    run = lifecycle(client.locks, kind)
     run()
     figures = measure(
-        "lock lifecycle: fastlock cython, until_executed",
+        f"lock lifecycle: fastlock cython, {kind.value}",
         run,
         ops=OPS // 2,
         cost=client,
-        same_bytes=lambda other: lifecycle(other.locks, LockType.UNTIL_EXECUTED),
+        same_bytes=lambda other: lifecycle(other.locks, kind),
     )
-    expected = BUDGETS["until_executed"]
+    expected = BUDGETS[kind.value]
     assert (figures.commands_per_op, figures.round_trips_per_op) == (
         expected["commands"],
         expected["round_trips"],

@@ -103,6 +103,8 @@ class Figures:
     """Median per-round ratio of ops/s to the same bytes replayed from C (:mod:`.floor`)."""
     vs_same_bytes_python: float | None = None
     """The same, to a raw Python socket loop replaying them."""
+    instructions_per_op: float | None = None
+    """Client instructions per operation under callgrind (:mod:`.instructions`), when measured."""
 
     def as_dict(self) -> dict[str, Any]:
         return {key: value for key, value in asdict(self).items() if value is not None}
@@ -223,7 +225,8 @@ class Workload:
     """One thing to measure: ``setup(client)`` prepares it and returns the operation.
 
     ``versus`` names the workload it is compared with (redis-py doing the same job);
-    ``counted`` asks for commands and round trips per operation (fastlock workloads).
+    ``counted`` asks for commands and round trips per operation (fastlock workloads);
+    ``batch``: the operations come in batches of this many (a measured count is a multiple).
     """
 
     name: str
@@ -231,6 +234,7 @@ class Workload:
     ops: int = 5_000
     versus: str | None = None
     counted: bool = True
+    batch: int = 1
 
 
 def run_workloads(
@@ -350,13 +354,14 @@ def _versus_floor(f: Figures, floor: Figures | None) -> str:
 def render_table(figures: Sequence[Figures], workloads: Sequence[Workload], floor: Figures | None) -> str:
     """A Markdown table: ops/s, client CPU, commands and round trips per operation, the
     ops/s ratio to redis-py doing the same job, round trips/s as a ratio to the C floor
-    (a trivial script) and ops/s as a ratio to the same bytes replayed from C and Python."""
+    (a trivial script), ops/s as a ratio to the same bytes replayed from C and Python, and
+    client instructions per operation."""
     by_name = {f.name: f for f in figures}
     versus = {w.name: w.versus for w in workloads}
     rows = [
         "| operation | ops/s | client CPU µs/op | commands/op | round trips/op | vs redis-py "
-        "| vs C floor (return 1) | vs same bytes: C | vs same bytes: Python |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| vs C floor (return 1) | vs same bytes: C | vs same bytes: Python | client instructions/op |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for f in [*figures, *([floor] if floor else [])]:
         other = by_name.get(versus.get(f.name) or "")
@@ -370,6 +375,7 @@ def render_table(figures: Sequence[Figures], workloads: Sequence[Workload], floo
             _versus_floor(f, floor),
             "" if f.vs_same_bytes_c is None else f"{f.vs_same_bytes_c:.2f}x",
             "" if f.vs_same_bytes_python is None else f"{f.vs_same_bytes_python:.2f}x",
+            "" if f.instructions_per_op is None else f"{f.instructions_per_op:,.0f}",
         ]
         rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows)

@@ -14,11 +14,12 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Callable
 
 from .. import Client, __impl__, __version__
 from ..testing.servers import TempServer
-from . import admin, workloads
-from .bench import EVALSHA_SCRIPT, c_floor, pin, render_table, run_workloads
+from . import admin, instructions, workloads
+from .bench import EVALSHA_SCRIPT, Figures, c_floor, pin, render_table, run_workloads
 from .floor import replay_binary
 
 
@@ -62,6 +63,25 @@ def _progress_bar(done: int, total: int, name: str) -> None:
     sys.stderr.flush()
 
 
+def _count_instructions(
+    figures: list[Figures], progress: Callable[[int, int, str], None] | None
+) -> str | None:
+    """Fill in the client instructions per operation of the counted workloads (callgrind, a
+    private server of its own); returns why not when valgrind or gcc is missing."""
+    why = instructions.unavailable()
+    if why:
+        return why
+    counted = [f for f in figures if f.commands_per_op is not None]
+    if progress is not None:
+        progress(0, 1, "client instructions (callgrind)")
+    measured = instructions.measure([f.name for f in counted], impl=__impl__)
+    if progress is not None:
+        progress(1, 1, "done")
+    for f in counted:
+        f.instructions_per_op = measured.per_op.get(f.name)
+    return None
+
+
 def bench(url: str, args: argparse.Namespace, client_cpu: int | None) -> int:
     """Measure the workloads and print the table (and write JSON when asked)."""
     chosen = list(workloads.ALL)
@@ -80,8 +100,11 @@ def bench(url: str, args: argparse.Namespace, client_cpu: int | None) -> int:
             cpu=client_cpu,
         )
     floor = c_floor(url, cpu=client_cpu, requests=max(1_000, int(50_000 * args.scale)))
+    not_counted = None if args.no_instructions else _count_instructions(figures, progress)
     print(f"fastlock {__version__} ({__impl__} core) on {address}; medians of {args.rounds} rounds")
     print(render_table(figures, chosen, floor))
+    if not_counted:
+        print(f"\nclient instructions/op not measured: {not_counted}")
     if floor is None:
         print("\nno redis-benchmark/valkey-benchmark on PATH: no C floor to compare with")
     for line in skipped:
@@ -116,6 +139,11 @@ def main(argv: list[str] | None = None) -> int:
         "--scale", type=float, default=1.0, help="multiply every workload's operation count"
     )
     run_bench.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    run_bench.add_argument(
+        "--no-instructions",
+        action="store_true",
+        help="skip the client instructions per operation (measured under valgrind when it is on PATH)",
+    )
     run_bench.add_argument(
         "--regime", choices=("same", "cross"), default="same",
         help="pin client and private server to one CPU (same) or to two (cross)",

@@ -114,7 +114,7 @@ LOCKS = (
 lifecycle of every lock type (enqueue on one object, execute on another)."""
 
 QUEUES = tuple(
-    Workload(f"job enqueue -> claim -> complete, {label}", _queue_flow(batch), ops=ops)
+    Workload(f"job enqueue -> claim -> complete, {label}", _queue_flow(batch), ops=ops, batch=batch)
     for batch, label, ops in (
         (1, "unbatched", 3_000),
         (10, "batches of 10", 10_000),

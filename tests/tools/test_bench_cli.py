@@ -1,0 +1,35 @@
+"""``python -m fastlock bench`` (README command 1) run as a subprocess on a tiny scale: every
+fastlock workload is reported with its commands and round trips, its ratios to the same bytes
+replayed from C and Python, and its client instructions per operation (callgrind), or the
+table says why the instructions were not measured."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from fastlock.tools import instructions
+from fastlock.tools.workloads import ALL
+
+
+def test_every_workload_is_reported_against_its_floor_and_in_instructions(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    command = [sys.executable, "-m", "fastlock", "bench", "--scale", "0.02", "--rounds", "1", "--no-progress"]
+    run = subprocess.run([*command, "--json", str(out)], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    results = {row["name"]: row for row in json.loads(out.read_text())["results"]}
+    missing = instructions.unavailable()
+    for workload in (w for w in ALL if w.counted):
+        row = results[workload.name]
+        assert row["commands_per_op"] > 0 and row["round_trips_per_op"] > 0, row
+        assert row["vs_same_bytes_c"] > 0 and row["vs_same_bytes_python"] > 0, row
+        if missing is None:
+            assert row["instructions_per_op"] > 1000, row  # a round trip alone costs thousands
+        else:
+            assert "instructions_per_op" not in row, row
+    if missing is None:
+        assert "client instructions/op not measured" not in run.stdout
+    else:
+        assert f"client instructions/op not measured: {missing}" in run.stdout
