@@ -86,21 +86,23 @@ class Digester:
     """Computes digests with one hash: ``Digester("sha256").digest("report", "default", [42])``."""
 
     def __init__(self, hash: str | HashFunction = "sha256") -> None:  # noqa: A002 - hashlib naming
-        self._hash: HashFunction
+        # a hashlib constructor (its hex digests are 32 to 128 lowercase hex digits), or None:
+        # then ``hash`` is a callable whose digests are checked
+        self._new: Callable[[bytes], Any] | None = None
         if isinstance(hash, str):
             hashlib.new(hash)  # unknown names fail here, not at the first lock
             name = hash
-            new: Callable[[bytes], Any] = (
+            self._new = (
                 getattr(hashlib, name)  # hashlib.sha256 etc.: faster than hashlib.new
                 if name in hashlib.algorithms_guaranteed
                 else lambda data: hashlib.new(name, data)
             )
-            # hashlib's hex digests are 32 to 128 lowercase hex digits: only a callable's are checked
-            self._hash = lambda data: new(data).hexdigest()
-        else:
-            self._hash = lambda data: check_digest(hash(data))
         self.hash = hash
 
     def digest(self, name: str, queue: str | None = None, args: Any = None) -> str:
         """The digest of job ``name`` on ``queue`` with ``args`` (any JSON-encodable value)."""
-        return self._hash(canonical(name, queue, args))
+        new = self._new
+        if new is None:
+            return check_digest(self.hash(canonical(name, queue, args)))  # type: ignore[operator]
+        hexdigest: str = new(canonical(name, queue, args)).hexdigest()
+        return hexdigest

@@ -61,7 +61,7 @@ class AsyncLock(LockBase[AsyncRunner]):
 
     def _holder(self, job_id: str | None) -> str:
         if job_id is None:
-            return self._job_id or _task_tag() + self._serial
+            return self._job_id or _task_tag() + (self._serial or self._draw_serial())
         return check_job_id(job_id)
 
     async def _bound(self) -> Scope:

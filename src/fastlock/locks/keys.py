@@ -33,13 +33,21 @@ class Scope:
     """The keys of one lock scope (queue-time ``<digest>`` or runtime ``<digest>:run``):
     ``keys`` is what its scripts take (bucket index, counter, changelog, wake list, slots)."""
 
-    __slots__ = ("keys", "name", "slots", "wake")
+    __slots__ = ("keys", "name")
 
-    def __init__(self, name: str, bucket_keys: tuple[str, str, str], wake: str, slots: list[str]) -> None:
+    def __init__(self, name: str, keys: tuple[str, ...]) -> None:
         self.name = name
-        self.wake = wake
-        self.slots = slots
-        self.keys = (*bucket_keys, wake, *slots)
+        self.keys = keys
+
+    @property
+    def wake(self) -> str:
+        """The wake list of the scope's blocked acquirers."""
+        return self.keys[3]
+
+    @property
+    def slots(self) -> tuple[str, ...]:
+        """The slot keys, one per holder of the limit."""
+        return self.keys[4:]
 
 
 def check_prefix(prefix: str) -> str:
@@ -67,35 +75,31 @@ class KeySpace:
         self.prefix = check_prefix(prefix)
         self.buckets = buckets
         self._tagged = hash_tag(prefix.encode()) != prefix.encode()
-        # bucket -> (bucket prefix, index, counter, changelog): built once per bucket used
-        self._bucket_keys: dict[int, tuple[str, str, str, str]] = {}
+        # bucket -> (index, counter, changelog) and the prefix of its digests' keys, built on first use
+        self._bucket_keys: dict[int, tuple[tuple[str, str, str], str]] = {}
 
     def bucket(self, digest: str) -> int:
         """The bucket of ``digest``: ``int(digest[:8], 16) % buckets``."""
         return int(digest[:8], 16) % self.buckets
 
-    def _bucket_prefix(self, bucket: int) -> str:
-        return f"{self.prefix}:{bucket}" if self._tagged else f"{self.prefix}:{{{bucket}}}"
-
     def bucket_keys(self, bucket: int) -> tuple[str, str, str]:
         """(index, fencing counter, changelog) keys of ``bucket``."""
-        return self._keys_of(bucket)[1:]
+        return (self._bucket_keys.get(bucket) or self._new_bucket(bucket))[0]
 
-    def _keys_of(self, bucket: int) -> tuple[str, str, str, str]:
-        keys = self._bucket_keys.get(bucket)
-        if keys is None:
-            prefix = self._bucket_prefix(bucket)
-            keys = self._bucket_keys[bucket] = (prefix, f"{prefix}:idx", f"{prefix}:seq", f"{prefix}:log")
+    def _new_bucket(self, bucket: int) -> tuple[tuple[str, str, str], str]:
+        prefix = f"{self.prefix}:{bucket}" if self._tagged else f"{self.prefix}:{{{bucket}}}"
+        keys = self._bucket_keys[bucket] = ((f"{prefix}:idx", f"{prefix}:seq", f"{prefix}:log"), f"{prefix}:")
         return keys
 
     def scope(self, digest: str, suffix: str, limit: int) -> Scope:
         """The keys of ``digest``'s queue-time (``suffix=""``) or runtime (:data:`RUNTIME`) scope."""
-        keys = self._keys_of(self.bucket(digest))
-        base = f"{keys[0]}:{digest}{suffix}"
-        slots = [base]
-        if limit > 1:
-            slots += [f"{base}:{i}" for i in range(1, limit)]
-        return Scope(digest + suffix, keys[1:], f"{base}:w", slots)
+        bucket = int(digest[:8], 16) % self.buckets  # bucket(), without its call
+        keys, prefix = self._bucket_keys.get(bucket) or self._new_bucket(bucket)
+        name = digest + suffix
+        base = prefix + name
+        if limit == 1:
+            return Scope(name, (*keys, base + ":w", base))
+        return Scope(name, (*keys, base + ":w", base, *[f"{base}:{i}" for i in range(1, limit)]))
 
 
 @dataclass(frozen=True)
