@@ -45,7 +45,7 @@ setup(
     packages=[*find_packages("src"), *lua_packages],
     package_dir={"": "src", **lua_packages},
     package_data={
-        "fastlock": ["py.typed", "*.pyi", "*.pyx"],
+        "fastlock": ["py.typed", "*.pyi", "*.pyx", "*.pxi"],
         "fastlock.protocol": ["*.pxi"],
         "fastlock.sync": ["*.pxi"],
         "fastlock.tools": ["*.c"],

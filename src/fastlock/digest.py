@@ -24,6 +24,7 @@ from decimal import Decimal
 from typing import Any
 from uuid import UUID
 
+from ._impl import load_core
 from .exceptions import ArgumentError, ArgumentTypeError
 
 __all__ = ["Digester", "HashFunction", "canonical", "check_digest", "encode_value"]
@@ -59,9 +60,18 @@ try:
 except (ImportError, TypeError):
     _ENCODE = None
 
+# The Cython core's encoder of the common values (``digest.pxi``): the same bytes, or None for
+# a value it leaves to the json encoder above (which is its pure-Python twin).
+_FAST: Callable[[str, str | None, Any], bytes | None] | None
+_FAST = getattr(load_core()[1], "_canonical_json", None)
+
 
 def canonical(name: str, queue: str | None = None, args: Any = None) -> bytes:
     """The bytes that are hashed: ``[name, queue, args]`` as canonical JSON, UTF-8."""
+    if _FAST is not None:
+        data = _FAST(name, queue, args)
+        if data is not None:
+            return data
     value = [name, queue, args]
     if _ENCODE is None:
         return _ENCODER.encode(value).encode()
