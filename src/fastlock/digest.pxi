@@ -194,3 +194,45 @@ def _canonical_json(name, queue, args):
         return PyBytes_FromStringAndSize(b.data, b.len)
     finally:
         PyMem_Free(b.data)
+
+
+cdef inline int hex_value(unsigned char c) noexcept:
+    """The value of a lowercase hex digit, or -1."""
+    if 48 <= c <= 57:
+        return c - 48
+    if 97 <= c <= 102:
+        return c - 87
+    return -1
+
+
+def _is_digest(value):
+    """Whether ``value`` is a str of 8 to 128 lowercase hex digits (``digest.check_digest``'s test)."""
+    cdef Py_ssize_t i, n
+    cdef const char* data
+    if type(value) is not str or not PyUnicode_IS_COMPACT_ASCII(value):
+        return False
+    n = PyUnicode_GET_LENGTH(value)
+    if not 8 <= n <= 128:
+        return False
+    data = <const char*>PyUnicode_DATA(value)
+    for i in range(n):
+        if hex_value(<unsigned char>data[i]) < 0:
+            return False
+    return True
+
+
+def _digest_bucket(str digest, long buckets):
+    """``int(digest[:8], 16) % buckets`` (``locks.keys.bucket_of``), the same result or error."""
+    cdef unsigned long value = 0
+    cdef int i, digit
+    cdef const char* data
+    if buckets > 0 and PyUnicode_IS_COMPACT_ASCII(digest) and PyUnicode_GET_LENGTH(digest) >= 8:
+        data = <const char*>PyUnicode_DATA(digest)
+        for i in range(8):
+            digit = hex_value(<unsigned char>data[i])
+            if digit < 0:
+                break
+            value = value * 16 + <unsigned long>digit
+        else:
+            return <long>(value % <unsigned long>buckets)
+    return int(digest[:8], 16) % buckets

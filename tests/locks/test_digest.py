@@ -16,7 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fastlock
-from fastlock.digest import Digester, canonical, encode_value
+from fastlock.digest import _HEX, Digester, canonical, check_digest, encode_value
+from fastlock.locks.keys import bucket_of
 
 
 def test_canonical_form_is_sorted_compact_utf8_json() -> None:
@@ -193,3 +194,29 @@ def test_manager_digest_and_bucket() -> None:
         "app:{t}:3:seq",
         "app:{t}:3:log",
     )
+
+
+_DIGESTS = st.text("0123456789abcdefABCDEFxé ", min_size=0, max_size=140) | st.text(max_size=12)
+
+
+@needs_cython
+@settings(max_examples=500, deadline=None)
+@given(value=_DIGESTS | st.binary(max_size=12) | st.integers() | st.none())
+def test_the_core_digest_test_is_the_regular_expression_s(value: Any) -> None:
+    """``_core._is_digest`` says what ``check_digest``'s regular expression says of a str, and
+    False for anything else: check_digest returns or raises as it does without it."""
+    expected = isinstance(value, str) and _HEX.fullmatch(value) is not None
+    assert CYTHON_CORE._is_digest(value) is expected  # type: ignore[union-attr]
+    with_core = _outcome(check_digest, value)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(fastlock.digest, "_IS_DIGEST", None)
+        assert with_core == _outcome(check_digest, value)
+
+
+@needs_cython
+@settings(max_examples=500, deadline=None)
+@given(digest=_DIGESTS, buckets=st.integers(1, 65536) | st.integers(-3, 0))
+def test_the_core_bucket_is_bucket_of(digest: str, buckets: int) -> None:
+    """``_core._digest_bucket`` gives ``int(digest[:8], 16) % buckets``, or the same error."""
+    core = CYTHON_CORE._digest_bucket  # type: ignore[union-attr]
+    assert _outcome(lambda d: core(d, buckets), digest) == _outcome(lambda d: bucket_of(d, buckets), digest)
