@@ -32,8 +32,9 @@ cdef inline int put_canon_char(Buf* b, char c) except -1:
 
 
 cdef bint CANON_PLAIN[256]  # written as it is: not a control character, a quote or a backslash
-for _byte in range(256):
-    CANON_PLAIN[_byte] = _byte >= 0x20 and _byte != 0x22 and _byte != 0x5c
+cdef int canon_byte
+for canon_byte in range(256):
+    CANON_PLAIN[canon_byte] = canon_byte >= 0x20 and canon_byte != 0x22 and canon_byte != 0x5c
 
 
 cdef int put_canon_text(Buf* b, const char* data, Py_ssize_t n) except -1:

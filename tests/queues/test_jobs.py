@@ -7,9 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from harness.cores import CYTHON_CORE, needs_cython
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import fastlock
-from fastlock.queues.jobs import Job, Member, claimed, completed, extended, queue_stats
+import fastlock.queues.jobs
+from fastlock.queues.jobs import Batch, Job, Member, claimed, completed, extended, queue_stats
 
 MEMBERS = [
     Member(1, 1, "", "", "~00ff"),
@@ -76,3 +80,61 @@ def test_an_error_reply_among_the_stats_is_raised() -> None:
     error = fastlock.ResponseError("WRONGTYPE Operation against a key holding the wrong kind of value")
     with pytest.raises(fastlock.ResponseError):
         queue_stats([1, error, 3, 4, 5])
+
+
+def _fields(outcome: Any) -> Any:
+    """A batch as comparable data (each job's fields, its class, and ``next_due_in``)."""
+    if isinstance(outcome, Batch):
+        jobs = [(type(j), j.id, j.payload, j.attempt, j.token, j.member, j.lost) for j in outcome]
+        return type(outcome), jobs, outcome.next_due_in
+    return outcome
+
+
+def _claimed_in_python(reply: Any) -> Any:
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(fastlock.queues.jobs, "_CLAIMED", None)
+            return _fields(claimed(reply))
+    except Exception as exc:  # noqa: BLE001 - compared, not handled
+        return type(exc), str(exc)
+
+
+_PART = st.sampled_from([b"", b"0", b"7", b"0042", b"9" * 18, b"9" * 19, b"-1", b"+1", b" 1", b"1_0", b"x"])
+_MEMBER = st.builds(
+    lambda token, attempt, priority, unique, job_id: b"|".join([token, attempt, priority, unique, job_id]),
+    _PART, _PART, st.sampled_from([b"", b"5"]), st.sampled_from([b"", b"d" + b"a" * 64]),
+    st.text().map(str.encode) | st.binary(max_size=6) | st.just(b"a|b"),
+) | st.binary(max_size=12)  # fmt: skip
+_PAIRS = st.lists(st.tuples(_MEMBER, st.binary(max_size=4) | st.none()), min_size=1, max_size=5)
+_REPLY = st.builds(
+    lambda head, pairs: [*head, *(item for pair in pairs for item in pair)],
+    st.sampled_from([[1000, -1], [1000, 3500]]),
+    _PAIRS,
+) | st.lists(_MEMBER | st.text(max_size=3) | st.none() | st.integers(), max_size=6) | st.none()  # fmt: skip
+
+
+@needs_cython
+@settings(max_examples=1000, deadline=None)
+@given(reply=_REPLY)
+def test_the_core_reads_a_claim_as_claimed_does(reply: Any) -> None:
+    """``_core._claimed_jobs`` (queues/claims.pxi) gives the batch the pure-Python ``claimed``
+    gives, or None for a reply it leaves to it; ``claimed`` with the core gives the same
+    batch or the same error as without it."""
+    fast = CYTHON_CORE._claimed_jobs(reply, Job, Batch)  # type: ignore[union-attr]
+    expected = _claimed_in_python(reply)
+    assert fast is None or _fields(fast) == expected
+    try:
+        assert _fields(claimed(reply)) == expected
+    except Exception as exc:  # noqa: BLE001 - compared
+        assert (type(exc), str(exc)) == expected
+
+
+@needs_cython
+def test_the_core_reads_the_common_claims_itself() -> None:
+    """Every well-formed claim of at least one job is read in C (the fast path is taken)."""
+    reply: list[Any] = [1000, -1]
+    for member in MEMBERS:
+        reply += [member.encode(), b"p"]
+    fast = CYTHON_CORE._claimed_jobs(reply, Job, Batch)  # type: ignore[union-attr]
+    assert fast is not None and _fields(fast) == _claimed_in_python(reply)
+    assert CYTHON_CORE._claimed_jobs([1000, -1], Job, Batch) is None  # an empty claim: Python's  # type: ignore[union-attr]

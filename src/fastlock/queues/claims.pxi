@@ -1,0 +1,108 @@
+# Claim replies read into jobs in C (included by ``_core.pyx``): ``queues/jobs.py``'s
+# ``claimed`` calls ``_claimed_jobs`` first and is its pure-Python twin, run for every reply
+# this one leaves to it. Sans I/O.
+#
+# ``_claimed_jobs(reply, job_type, batch_type)`` reads a claim reply ``now, next_due, member,
+# payload, ...`` with at least one job: a ``batch_type()`` of ``job_type`` objects, each built
+# as ``job_type(id, payload, attempt, token, member)`` would build it (the fields set in C,
+# ``lost`` False), or ``None`` for any other reply (an empty claim, a member whose token or
+# attempt is not plain digits, an id that is not UTF-8, a reply of another shape): ``claimed``
+# then returns the same batch or raises the same error.
+
+from cpython.list cimport PyList_Append
+from cpython.object cimport PyObject, PyTypeObject
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+
+cdef extern from "Python.h":
+    object PyLong_FromLongLong(long long)
+
+cdef extern from *:
+    """
+    static int claim_set(PyObject* descr, PyObject* obj, PyObject* value) {
+        return Py_TYPE(descr)->tp_descr_set(descr, obj, value);
+    }
+    """
+    int claim_set(object descr, object obj, object value) except -1
+
+cdef tuple CLAIM_NO_ARGS = ()
+cdef tuple CLAIM_FIELDS = ("id", "payload", "attempt", "token", "member", "lost")
+cdef type claim_type = None  # the job type whose field setters are claim_setters
+cdef tuple claim_setters = None  # its fields' descriptors (their __set__), in CLAIM_FIELDS order
+
+
+cdef int claim_fields(type job_type) except -1:
+    """Look up ``job_type``'s field descriptors once (a slots class: member descriptors)."""
+    global claim_type, claim_setters
+    setters = tuple(job_type.__dict__[name] for name in CLAIM_FIELDS)
+    if not all(type(d).__name__ == "member_descriptor" for d in setters):
+        raise TypeError(f"{job_type.__qualname__} is not a slots class of fields {CLAIM_FIELDS}")
+    claim_type, claim_setters = job_type, setters
+    return 0
+
+
+cdef Py_ssize_t claim_number(const char* data, Py_ssize_t start, Py_ssize_t end, long long* value) noexcept:
+    """Parse the digits ``data[start:end]`` (1 to 18 of them) into ``value``; -1 if not that."""
+    cdef Py_ssize_t i
+    cdef long long v = 0
+    if not 0 < end - start <= 18:
+        return -1
+    for i in range(start, end):
+        if not 48 <= data[i] <= 57:
+            return -1
+        v = v * 10 + (data[i] - 48)
+    value[0] = v
+    return 0
+
+
+cdef object claim_job(type job_type, bytes member, object payload):
+    """The job of one lease member ``<token>|<attempt>|<priority>|<unique>|<id>``, or None."""
+    cdef const char* data = PyBytes_AS_STRING(member)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(member), i
+    cdef Py_ssize_t bars[4]
+    cdef int found = 0
+    cdef long long token, attempt
+    for i in range(n):
+        if data[i] == b'|':
+            bars[found] = i
+            found += 1
+            if found == 4:
+                break
+    if found < 4:
+        return None
+    if claim_number(data, 0, bars[0], &token) < 0 or claim_number(data, bars[0] + 1, bars[1], &attempt) < 0:
+        return None
+    try:
+        job_id = PyUnicode_DecodeUTF8(data + bars[3] + 1, n - bars[3] - 1, NULL)
+    except UnicodeDecodeError:
+        return None
+    job = (<PyTypeObject*>job_type).tp_new(job_type, <PyObject*>CLAIM_NO_ARGS, NULL)
+    setters = claim_setters
+    claim_set(setters[0], job, job_id)
+    claim_set(setters[1], job, payload)
+    claim_set(setters[2], job, PyLong_FromLongLong(attempt))
+    claim_set(setters[3], job, PyLong_FromLongLong(token))
+    claim_set(setters[4], job, member)
+    claim_set(setters[5], job, False)
+    return job
+
+
+def _claimed_jobs(reply, type job_type, type batch_type):
+    """The jobs of a claim reply (see above), or ``None`` to leave the reply to ``claimed``."""
+    cdef Py_ssize_t i, n
+    if type(reply) is not list:
+        return None
+    n = len(<list>reply)
+    if n < 4 or n % 2:
+        return None
+    if job_type is not claim_type:
+        claim_fields(job_type)
+    batch = batch_type()
+    for i in range(2, n, 2):
+        member = (<list>reply)[i]
+        if type(member) is not bytes:
+            return None
+        job = claim_job(job_type, <bytes>member, (<list>reply)[i + 1])
+        if job is None:
+            return None
+        PyList_Append(batch, job)
+    return batch
