@@ -117,7 +117,7 @@ _REPLY = st.builds(
 @settings(max_examples=1000, deadline=None)
 @given(reply=_REPLY)
 def test_the_core_reads_a_claim_as_claimed_does(reply: Any) -> None:
-    """``_core._claimed_jobs`` (queues/claims.pxi) gives the batch the pure-Python ``claimed``
+    """``_core._claimed_jobs`` (queues/jobs.pxi) gives the batch the pure-Python ``claimed``
     gives, or None for a reply it leaves to it; ``claimed`` with the core gives the same
     batch or the same error as without it."""
     fast = CYTHON_CORE._claimed_jobs(reply, Job, Batch)  # type: ignore[union-attr]
@@ -138,3 +138,24 @@ def test_the_core_reads_the_common_claims_itself() -> None:
     fast = CYTHON_CORE._claimed_jobs(reply, Job, Batch)  # type: ignore[union-attr]
     assert fast is not None and _fields(fast) == _claimed_in_python(reply)
     assert CYTHON_CORE._claimed_jobs([1000, -1], Job, Batch) is None  # an empty claim: Python's  # type: ignore[union-attr]
+
+
+@needs_cython
+@settings(max_examples=500, deadline=None)
+@given(
+    head=st.text(max_size=4) | st.sampled_from(["~0123456789abcdef-", "x" * 141]),
+    numbers=st.lists(st.integers(0, 2**70) | st.integers(-5, -1) | st.just(1.5), max_size=6),
+    extra=st.integers(-2, 3),
+)
+def test_the_core_writes_fresh_ids_as_the_python_twin_does(head: str, numbers: list[Any], extra: int) -> None:
+    """``_core._numbered`` (queues/jobs.pxi) gives ``_ids._numbered``'s ids, or its error (the
+    numbers may run out, or be of the wrong kind; a count may be negative)."""
+    from fastlock import _ids
+
+    def outcome(write: Any) -> Any:
+        try:
+            return write(head, iter(numbers), len(numbers) - extra)
+        except Exception as exc:  # noqa: BLE001 - compared
+            return type(exc), str(exc)
+
+    assert outcome(CYTHON_CORE._numbered) == outcome(_ids._numbered)  # type: ignore[union-attr]

@@ -6,7 +6,6 @@ queue (:class:`~fastlock.queues.queue.Queue` for a blocking runner) adds the cal
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from itertools import islice
 from typing import Any, Generic, TypedDict, TypeVar
 
 from .. import _ids as ids_source
@@ -268,7 +267,7 @@ class QueueBase(Generic[R]):
         calls = []
         for start in range(0, len(todo), MAX_BATCH):
             chunk = todo[start : start + MAX_BATCH]
-            fresh = [FRESH_MARK + job_id for job_id in islice(ids_source.ids, len(chunk))]
+            fresh = ids_source.take(len(chunk), FRESH_MARK)
             args: list[Any] = [delay_ms, level, *fresh, *chunk]
             args[2::2], args[3::2] = fresh, chunk  # id, payload pairs
             calls.append(args)

@@ -184,7 +184,7 @@ def enqueued_many(reply: Any, args: list[Any]) -> list[str]:
 def claimed(reply: Any) -> Batch:
     """The jobs of a claim reply ``now, next_due, member, payload, ...``
     (``lua/shared/_queue_claim.lua``). The Cython core reads a reply with jobs itself
-    (``queues/claims.pxi``: the same batch; this function is its twin, for every reply it
+    (``queues/jobs.pxi``: the same batch; this function is its twin, for every reply it
     leaves here)."""
     if _CLAIMED is not None:
         jobs: Batch | None = _CLAIMED(reply, Job, Batch)

@@ -1,6 +1,9 @@
-# Claim replies read into jobs in C (included by ``_core.pyx``): ``queues/jobs.py``'s
-# ``claimed`` calls ``_claimed_jobs`` first and is its pure-Python twin, run for every reply
-# this one leaves to it. Sans I/O.
+# The queue's per-job client work in C (included by ``_core.pyx``), each with its pure-Python
+# twin: fresh job ids (``_numbered``; the twin is ``_ids._numbered``) and claim replies read
+# into jobs (``_claimed_jobs``; ``queues/jobs.py``'s ``claimed`` calls it first and is its
+# twin, run for every reply this one leaves to it). Sans I/O.
+#
+# ``_numbered(head, numbers, n)`` is ``[f"{head}{number:x}" for number in islice(numbers, n)]``.
 #
 # ``_claimed_jobs(reply, job_type, batch_type)`` reads a claim reply ``now, next_due, member,
 # payload, ...`` with at least one job: a ``batch_type()`` of ``job_type`` objects, each built
@@ -11,7 +14,10 @@
 
 from cpython.list cimport PyList_Append
 from cpython.object cimport PyObject, PyTypeObject
-from cpython.unicode cimport PyUnicode_DecodeUTF8
+from cpython.unicode cimport PyUnicode_DecodeASCII, PyUnicode_DecodeUTF8
+from libc.string cimport memmove
+
+from itertools import islice
 
 cdef extern from "Python.h":
     object PyLong_FromLongLong(long long)
@@ -106,3 +112,30 @@ def _claimed_jobs(reply, type job_type, type batch_type):
             return None
         PyList_Append(batch, job)
     return batch
+
+
+def _numbered(str head, numbers, n):
+    """``n`` ids: ``head`` then each of the next ``n`` numbers of ``numbers`` in lowercase hex."""
+    cdef Py_ssize_t size = PyUnicode_GET_LENGTH(head)
+    cdef unsigned long long number
+    cdef char text[160]
+    cdef char* p
+    cdef list result = []
+    if not PyUnicode_IS_COMPACT_ASCII(head) or size > 140:
+        return [f"{head}{value:x}" for value in islice(numbers, n)]
+    memcpy(text, PyUnicode_DATA(head), size)
+    for value in islice(numbers, n):
+        if type(value) is not int or value < 0 or value >= 2**64:
+            result.append(f"{head}{value:x}")
+            continue
+        number = value
+        p = text + size + 16
+        while True:  # the digits from the end of a 16-digit field, then moved up to the head
+            p -= 1
+            p[0] = CANON_HEX[number & 15]
+            number >>= 4
+            if number == 0:
+                break
+        memmove(text + size, p, text + size + 16 - p)
+        result.append(PyUnicode_DecodeASCII(text, size + (text + size + 16 - p), NULL))
+    return result
