@@ -21,6 +21,9 @@ from itertools import islice
 
 cdef extern from "Python.h":
     object PyLong_FromLongLong(long long)
+    unsigned long long PyLong_AsUnsignedLongLong(object) noexcept
+    void PyErr_Clear() noexcept
+    PyObject* PyErr_Occurred() noexcept
 
 cdef extern from *:
     """
@@ -114,6 +117,20 @@ def _claimed_jobs(reply, type job_type, type batch_type):
     return batch
 
 
+cdef unsigned long long CLAIM_NOT_UNSIGNED = 0xFFFFFFFFFFFFFFFF  # also the largest: written by f-string
+
+
+cdef unsigned long long claim_unsigned(object value):
+    """``value`` if it is an int from 0 to 2**64 - 2, else CLAIM_NOT_UNSIGNED."""
+    cdef unsigned long long number
+    if type(value) is not int:
+        return CLAIM_NOT_UNSIGNED
+    number = PyLong_AsUnsignedLongLong(value)
+    if number == CLAIM_NOT_UNSIGNED and PyErr_Occurred():  # negative, or 2**64 and more
+        PyErr_Clear()
+    return number
+
+
 def _numbered(str head, numbers, n):
     """``n`` ids: ``head`` then each of the next ``n`` numbers of ``numbers`` in lowercase hex."""
     cdef Py_ssize_t size = PyUnicode_GET_LENGTH(head)
@@ -125,10 +142,10 @@ def _numbered(str head, numbers, n):
         return [f"{head}{value:x}" for value in islice(numbers, n)]
     memcpy(text, PyUnicode_DATA(head), size)
     for value in islice(numbers, n):
-        if type(value) is not int or value < 0 or value >= 2**64:
+        number = claim_unsigned(value)
+        if number == CLAIM_NOT_UNSIGNED:
             result.append(f"{head}{value:x}")
             continue
-        number = value
         p = text + size + 16
         while True:  # the digits from the end of a 16-digit field, then moved up to the head
             p -= 1
