@@ -47,6 +47,7 @@ setup(
     package_data={
         "fastlock": ["py.typed", "*.pyi", "*.pyx", "*.pxi"],
         "fastlock.protocol": ["*.pxi"],
+        "fastlock.locks": ["*.pxi"],
         "fastlock.queues": ["*.pxi"],
         "fastlock.sync": ["*.pxi"],
         "fastlock.tools": ["*.c"],

@@ -220,20 +220,3 @@ def _is_digest(value):
         if hex_value(<unsigned char>data[i]) < 0:
             return False
     return True
-
-
-def _digest_bucket(str digest, long buckets):
-    """``int(digest[:8], 16) % buckets`` (``locks.keys.bucket_of``), the same result or error."""
-    cdef unsigned long value = 0
-    cdef int i, digit
-    cdef const char* data
-    if buckets > 0 and PyUnicode_IS_COMPACT_ASCII(digest) and PyUnicode_GET_LENGTH(digest) >= 8:
-        data = <const char*>PyUnicode_DATA(digest)
-        for i in range(8):
-            digit = hex_value(<unsigned char>data[i])
-            if digit < 0:
-                break
-            value = value * 16 + <unsigned long>digit
-        else:
-            return <long>(value % <unsigned long>buckets)
-    return int(digest[:8], 16) % buckets

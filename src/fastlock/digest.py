@@ -70,10 +70,11 @@ _IS_DIGEST: Callable[[object], bool] | None = getattr(_CORE, "_is_digest", None)
 
 def canonical(name: str, queue: str | None = None, args: Any = None) -> bytes:
     """The bytes that are hashed: ``[name, queue, args]`` as canonical JSON, UTF-8."""
-    if _FAST is not None:
-        data = _FAST(name, queue, args)
-        if data is not None:
-            return data
+    return (_FAST is not None and _FAST(name, queue, args)) or _json(name, queue, args)
+
+
+def _json(name: str, queue: str | None, args: Any) -> bytes:
+    """:func:`canonical` by the json module (for any value; the core's encoder's twin)."""
     value = [name, queue, args]
     if _ENCODE is None:
         return _ENCODER.encode(value).encode()
@@ -115,8 +116,9 @@ class Digester:
 
     def digest(self, name: str, queue: str | None = None, args: Any = None) -> str:
         """The digest of job ``name`` on ``queue`` with ``args`` (any JSON-encodable value)."""
+        data = canonical(name, queue, args)
         new = self._new
         if new is None:
-            return check_digest(self.hash(canonical(name, queue, args)))  # type: ignore[operator]
-        hexdigest: str = new(canonical(name, queue, args)).hexdigest()
+            return check_digest(self.hash(data))  # type: ignore[operator]
+        hexdigest: str = new(data).hexdigest()
         return hexdigest

@@ -36,8 +36,11 @@ def bucket_of(digest: str, buckets: int) -> int:
     return int(digest[:8], 16) % buckets
 
 
-# the Cython core's twin of bucket_of (``digest.pxi``): the same result or error, 2k instructions less
-_bucket_of: Callable[[str, int], int] = getattr(load_core()[1], "_digest_bucket", bucket_of)
+# The Cython core's twins (``locks/keys.pxi``): of bucket_of (the same result or error, 2k
+# instructions less) and of KeySpace.scope (the same scope, or None to leave it to it).
+_CORE = load_core()[1]
+_bucket_of: Callable[[str, int], int] = getattr(_CORE, "_digest_bucket", bucket_of)
+_scope: Callable[..., Scope | None] | None = getattr(_CORE, "_lock_scope", None)
 
 
 class Scope:
@@ -98,18 +101,20 @@ class KeySpace:
         return (self._bucket_keys.get(bucket) or self._new_bucket(bucket))[0]
 
     def _new_bucket(self, bucket: int) -> tuple[tuple[str, str, str], str]:
-        prefix = f"{self.prefix}:{bucket}" if self._tagged else f"{self.prefix}:{{{bucket}}}"
-        keys = self._bucket_keys[bucket] = ((f"{prefix}:idx", f"{prefix}:seq", f"{prefix}:log"), f"{prefix}:")
+        prefix = f"{self.prefix}:{bucket}:" if self._tagged else f"{self.prefix}:{{{bucket}}}:"
+        keys = self._bucket_keys[bucket] = ((prefix + "idx", prefix + "seq", prefix + "log"), prefix)
         return keys
 
     def scope(self, digest: str, suffix: str, limit: int) -> Scope:
         """The keys of ``digest``'s queue-time (``suffix=""``) or runtime (:data:`RUNTIME`) scope."""
+        if _scope is not None:
+            found = _scope(self, Scope, digest, suffix, limit)
+            if found is not None:
+                return found
         bucket = _bucket_of(digest, self.buckets)
         keys, prefix = self._bucket_keys.get(bucket) or self._new_bucket(bucket)
         name = digest + suffix
         base = prefix + name
-        if limit == 1:
-            return Scope(name, (*keys, base + ":w", base))
         return Scope(name, (*keys, base + ":w", base, *[f"{base}:{i}" for i in range(1, limit)]))
 
 

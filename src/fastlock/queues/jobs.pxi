@@ -13,7 +13,6 @@
 # then returns the same batch or raises the same error.
 
 from cpython.list cimport PyList_Append
-from cpython.object cimport PyObject, PyTypeObject
 from cpython.unicode cimport PyUnicode_DecodeASCII, PyUnicode_DecodeUTF8
 from libc.string cimport memmove
 
@@ -25,15 +24,6 @@ cdef extern from "Python.h":
     void PyErr_Clear() noexcept
     PyObject* PyErr_Occurred() noexcept
 
-cdef extern from *:
-    """
-    static int claim_set(PyObject* descr, PyObject* obj, PyObject* value) {
-        return Py_TYPE(descr)->tp_descr_set(descr, obj, value);
-    }
-    """
-    int claim_set(object descr, object obj, object value) except -1
-
-cdef tuple CLAIM_NO_ARGS = ()
 cdef tuple CLAIM_FIELDS = ("id", "payload", "attempt", "token", "member", "lost")
 cdef type claim_type = None  # the job type whose field setters are claim_setters
 cdef tuple claim_setters = None  # its fields' descriptors (their __set__), in CLAIM_FIELDS order
@@ -84,14 +74,14 @@ cdef object claim_job(type job_type, bytes member, object payload):
         job_id = PyUnicode_DecodeUTF8(data + bars[3] + 1, n - bars[3] - 1, NULL)
     except UnicodeDecodeError:
         return None
-    job = (<PyTypeObject*>job_type).tp_new(job_type, <PyObject*>CLAIM_NO_ARGS, NULL)
+    job = new_slots_object(job_type)  # locks/keys.pxi, included before
     setters = claim_setters
-    claim_set(setters[0], job, job_id)
-    claim_set(setters[1], job, payload)
-    claim_set(setters[2], job, PyLong_FromLongLong(attempt))
-    claim_set(setters[3], job, PyLong_FromLongLong(token))
-    claim_set(setters[4], job, member)
-    claim_set(setters[5], job, False)
+    slot_set(setters[0], job, job_id)
+    slot_set(setters[1], job, payload)
+    slot_set(setters[2], job, PyLong_FromLongLong(attempt))
+    slot_set(setters[3], job, PyLong_FromLongLong(token))
+    slot_set(setters[4], job, member)
+    slot_set(setters[5], job, False)
     return job
 
 
