@@ -188,7 +188,7 @@ class AsyncLockManager(Namespace[AsyncRunner]):
         **options: Unpack[LockOptions],
     ) -> AsyncLock:
         """An :class:`AsyncLock` (arguments of :meth:`LockManager.lock <fastlock.LockManager.lock>`)."""
-        return AsyncLock(self, self.lock_digest(name, digest, queue, args), name=name, **options)
+        return AsyncLock(self, self.lock_digest(name, digest, queue, args), name, **options)
 
     def reaper(self, **options: Any) -> AsyncReaper:
         """An :class:`AsyncReaper` for this namespace (options of :class:`~fastlock.locks.reaper.Reaper`)."""

@@ -142,8 +142,8 @@ class LockBase(Generic[R]):
         self,
         manager: Namespace[R],
         digest: str,
-        *,
         name: str | None = None,
+        *,
         type: str | LockType = LockType.UNTIL_EXECUTED,  # noqa: A002 - the public keyword is type=
         ttl: float | None = None,
         timeout: float = 0.0,
