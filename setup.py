@@ -45,8 +45,10 @@ setup(
     packages=[*find_packages("src"), *lua_packages],
     package_dir={"": "src", **lua_packages},
     package_data={
-        "fastlock": ["py.typed", "*.pyi", "*.pyx"],
+        "fastlock": ["py.typed", "*.pyi", "*.pyx", "*.pxi"],
         "fastlock.protocol": ["*.pxi"],
+        "fastlock.locks": ["*.pxi"],
+        "fastlock.queues": ["*.pxi"],
         "fastlock.sync": ["*.pxi"],
         "fastlock.tools": ["*.c"],
         **{name: ["*.lua"] for name in lua_packages},

@@ -1,8 +1,9 @@
 """Fork-safe identities: ids no other process, thread or earlier fork repeats.
 
 ``next_id()`` is a random 64-bit prefix drawn per process (16 hex digits), ``-``, then a
-counter in hex; ``ids`` is the same source as an iterator (``islice(_ids.ids, n)`` takes n
-in C). ``local.tag`` is the calling thread's own id plus ``-``: unique per thread
+counter in hex; ``ids`` is the same source as an iterator, and ``take(n, mark)`` its next
+``n`` ids, each after ``mark`` (written by the Cython core's ``_numbered``, whose twin is
+:func:`_numbered`). ``local.tag`` is the calling thread's own id plus ``-``: unique per thread
 of this process (a new thread never inherits a dead one's). A forked child starts both
 afresh, so nothing built before ``fork()`` gives the child an identity of its parent.
 """
@@ -14,7 +15,9 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 
-__all__ = ["ids", "local", "next_id"]
+from ._impl import load_core
+
+__all__ = ["ids", "local", "next_id", "take"]
 
 
 class _ThreadTag(threading.local):
@@ -27,12 +30,28 @@ class _ThreadTag(threading.local):
 ids: Iterator[str]
 next_id: Callable[[], str]
 local: _ThreadTag
+_prefix: str  # this process's random prefix and its "-"
+_numbers: Iterator[int]  # the counter after it, shared by ids and take
+
+
+def _numbered(head: str, numbers: Iterator[int], n: int) -> list[str]:
+    """``n`` ids: ``head`` then each of the next ``n`` numbers of ``numbers`` in lowercase hex."""
+    return [f"{head}{number:x}" for number in itertools.islice(numbers, n)]
+
+
+_write_ids: Callable[[str, Iterator[int], int], list[str]] = getattr(load_core()[1], "_numbered", _numbered)
+
+
+def take(n: int, mark: str = "") -> list[str]:
+    """The next ``n`` ids of :data:`ids`, each after ``mark``."""
+    return _write_ids(mark + _prefix, _numbers, n)
 
 
 def _start() -> None:
     """(Re)start the sources: at import, and in a forked child."""
-    global ids, next_id, local
-    ids = map(f"{os.urandom(8).hex()}-%x".__mod__, itertools.count())
+    global ids, next_id, local, _prefix, _numbers
+    _prefix, _numbers = f"{os.urandom(8).hex()}-", itertools.count()
+    ids = map(f"{_prefix}%x".__mod__, _numbers)
     next_id = ids.__next__
     local = _ThreadTag()
 

@@ -24,6 +24,7 @@ from decimal import Decimal
 from typing import Any
 from uuid import UUID
 
+from ._impl import load_core
 from .exceptions import ArgumentError, ArgumentTypeError
 
 __all__ = ["Digester", "HashFunction", "canonical", "check_digest", "encode_value"]
@@ -59,9 +60,21 @@ try:
 except (ImportError, TypeError):
     _ENCODE = None
 
+# The Cython core's helpers (``digest.pxi``), None under the pure-Python core: its encoder of
+# the common values (the same bytes, or None for a value it leaves to the json encoder above,
+# its pure-Python twin) and its digest test (``_HEX.fullmatch``'s answer for a str).
+_CORE = load_core()[1]
+_FAST: Callable[[str, str | None, Any], bytes | None] | None = getattr(_CORE, "_canonical_json", None)
+_IS_DIGEST: Callable[[object], bool] | None = getattr(_CORE, "_is_digest", None)
+
 
 def canonical(name: str, queue: str | None = None, args: Any = None) -> bytes:
     """The bytes that are hashed: ``[name, queue, args]`` as canonical JSON, UTF-8."""
+    return (_FAST is not None and _FAST(name, queue, args)) or _json(name, queue, args)
+
+
+def _json(name: str, queue: str | None, args: Any) -> bytes:
+    """:func:`canonical` by the json module (for any value; the core's encoder's twin)."""
     value = [name, queue, args]
     if _ENCODE is None:
         return _ENCODER.encode(value).encode()
@@ -75,6 +88,8 @@ def canonical(name: str, queue: str | None = None, args: Any = None) -> bytes:
 def check_digest(digest: str) -> str:
     """Return ``digest`` if it is 8 to 128 lowercase hex digits, else raise
     ``ArgumentTypeError`` (not a str) or ``ArgumentError`` (a ``ValueError``)."""
+    if _IS_DIGEST is not None and _IS_DIGEST(digest):
+        return digest  # without the regular expression (3.4k instructions)
     if not isinstance(digest, str):
         raise ArgumentTypeError(f"a digest is a str, not {type(digest).__qualname__!r}")
     if not _HEX.fullmatch(digest):
@@ -86,21 +101,24 @@ class Digester:
     """Computes digests with one hash: ``Digester("sha256").digest("report", "default", [42])``."""
 
     def __init__(self, hash: str | HashFunction = "sha256") -> None:  # noqa: A002 - hashlib naming
-        self._hash: HashFunction
+        # a hashlib constructor (its hex digests are 32 to 128 lowercase hex digits), or None:
+        # then ``hash`` is a callable whose digests are checked
+        self._new: Callable[[bytes], Any] | None = None
         if isinstance(hash, str):
             hashlib.new(hash)  # unknown names fail here, not at the first lock
             name = hash
-            new: Callable[[bytes], Any] = (
+            self._new = (
                 getattr(hashlib, name)  # hashlib.sha256 etc.: faster than hashlib.new
                 if name in hashlib.algorithms_guaranteed
                 else lambda data: hashlib.new(name, data)
             )
-            # hashlib's hex digests are 32 to 128 lowercase hex digits: only a callable's are checked
-            self._hash = lambda data: new(data).hexdigest()
-        else:
-            self._hash = lambda data: check_digest(hash(data))
         self.hash = hash
 
     def digest(self, name: str, queue: str | None = None, args: Any = None) -> str:
         """The digest of job ``name`` on ``queue`` with ``args`` (any JSON-encodable value)."""
-        return self._hash(canonical(name, queue, args))
+        data = canonical(name, queue, args)
+        new = self._new
+        if new is None:
+            return check_digest(self.hash(data))  # type: ignore[operator]
+        hexdigest: str = new(data).hexdigest()
+        return hexdigest

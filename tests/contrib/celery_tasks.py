@@ -12,7 +12,9 @@ from typing import Any
 from celery import Celery
 from redis import Redis
 
+import fastlock
 from fastlock.contrib.celery import UniqueTask
+from fastlock.contrib.jobs import DIGEST_KEY
 
 app = Celery("celery_tasks")
 app.conf.task_ignore_result = True
@@ -47,6 +49,19 @@ def fails(key: int) -> None:
 def retries(self: Any, key: int) -> None:
     record(f"retries:{key}", 0)
     raise self.retry(countdown=0.2)
+
+
+@app.task(base=UniqueTask, unique_lock={"type": "while_executing", "ttl": 60}, bind=True)
+def carried(self: Any, key: int) -> None:
+    """Record the digest this task was sent with and, while it runs, whether the runtime lock of
+    that digest and of the one computed from its arguments is held."""
+    sent, computed = self.request.get(DIGEST_KEY), self.lock((key,)).digest
+    with fastlock.Client(app.conf.broker_url) as client, Redis.from_url(app.conf.broker_url) as redis:
+        held = [
+            d is not None and client.locks.lock(digest=d, type="while_executing").locked()
+            for d in (sent, computed)
+        ]
+        redis.rpush(f"carried:{key}", json.dumps([sent, *held]))
 
 
 def produce(url: str, customers: int) -> None:

@@ -10,6 +10,8 @@ from datetime import date
 from redis import Redis
 from rq import Queue, get_current_job
 
+import fastlock
+from fastlock.contrib.jobs import DIGEST_KEY
 from fastlock.contrib.rq import unique
 
 
@@ -46,6 +48,22 @@ def fails_and_keeps(key: int) -> None:
 @unique(ttl=60)
 def add(a: int, b: int) -> int:
     return a + b
+
+
+@unique(type="while_executing", ttl=60)
+def carried(key: int) -> None:
+    """Record the digest this job carries and, while it runs, whether the runtime lock of that
+    digest and of the one computed from its arguments is held."""
+    job = get_current_job()
+    assert job is not None
+    sent = job.meta.get(DIGEST_KEY)
+    computed = carried.lock(Queue(job.origin, connection=job.connection), key).digest
+    with fastlock.Client.from_redis(job.connection) as client:
+        held = [
+            d is not None and client.locks.lock(digest=d, type="while_executing").locked()
+            for d in (sent, computed)
+        ]
+    job.connection.rpush(f"carried:{key}", json.dumps([sent, *held]))
 
 
 def produce(url: str, queue: str, customers: int) -> None:

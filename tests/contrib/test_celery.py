@@ -3,6 +3,7 @@ processes, on the test servers."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterator
 from datetime import date
@@ -13,11 +14,13 @@ import pytest
 pytest.importorskip("celery")
 
 import celery_tasks
+from celery import Task
 from frameworks import overlaps, python, runs, start
 from kombu import pools
 from redis import Redis
 
 from fastlock.contrib import clients
+from fastlock.contrib.jobs import DIGEST_KEY
 
 DAY = date(2026, 12, 1)
 PRODUCE = "import sys, celery_tasks; celery_tasks.produce(sys.argv[1], int(sys.argv[2]))"
@@ -99,3 +102,22 @@ def test_a_failed_task_frees_its_lock_a_retried_one_keeps_it(redis_url: str, red
 def test_called_directly_the_task_just_runs(redis_url: str, redis: Any) -> None:
     assert celery_tasks.invoice(5, DAY) == 5
     assert not celery_tasks.invoice.lock((5, DAY)).locked()
+
+
+def test_the_worker_locks_the_digest_the_task_carries(redis_url: str, redis: Any) -> None:
+    """The producer sends the digest in the task's header and the worker locks it without
+    computing it again: a header naming another digest locks that one; a task sent without
+    the header (an older producer) locks the digest of its arguments."""
+    other = "ab" * 32
+    assert celery_tasks.carried.delay(1) is not None
+    sent = json.loads(redis.lindex("celery", 0))
+    assert sent["headers"][DIGEST_KEY] == celery_tasks.carried.lock((1,)).digest
+    Task.apply_async(celery_tasks.carried, (2,), headers={DIGEST_KEY: other})  # past the integration
+    Task.apply_async(celery_tasks.carried, (3,))
+    work(redis_url, lambda: all(redis.llen(f"carried:{key}") for key in (1, 2, 3)))
+    records = [json.loads(redis.lindex(f"carried:{key}", 0)) for key in (1, 2, 3)]
+    assert records == [
+        [celery_tasks.carried.lock((1,)).digest, True, True],  # the same digest, held
+        [other, True, False],  # the carried digest is held, the computed one is not
+        [None, False, True],
+    ]

@@ -3,6 +3,7 @@ job) and producer processes, on the test servers."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import date
 from typing import Any
@@ -18,6 +19,7 @@ from rq import Queue
 from rq.job import JobStatus
 
 from fastlock.contrib import clients
+from fastlock.contrib.jobs import DIGEST_KEY
 
 DAY = date(2026, 12, 1)
 PRODUCE = "import sys, rq_jobs; rq_jobs.produce(sys.argv[1], sys.argv[2], int(sys.argv[3]))"
@@ -116,3 +118,21 @@ def test_a_job_with_retries_left_keeps_its_lock(redis_url: str, redis: Any) -> N
 
 def test_called_outside_a_worker_the_function_just_runs() -> None:
     assert rq_jobs.add(2, 3) == 5
+
+
+def test_the_worker_locks_the_digest_the_job_carries(redis_url: str, redis: Any) -> None:
+    """The producer stores the digest in the job's meta and the worker locks it without
+    computing it again: a meta naming another digest locks that one; a job enqueued without it
+    (plain ``queue.enqueue``, an older producer) locks the digest of its arguments."""
+    queue, other = Queue("carrying", connection=redis), "ab" * 32
+    job = rq_jobs.carried.enqueue(queue, 1, meta={"mine": 1})
+    assert job is not None and job.meta == {"mine": 1, DIGEST_KEY: rq_jobs.carried.lock(queue, 1).digest}
+    queue.enqueue(rq_jobs.carried, 2, meta={DIGEST_KEY: other})
+    queue.enqueue(rq_jobs.carried, 3)
+    work(redis_url, "carrying")
+    records = [json.loads(redis.lindex(f"carried:{key}", 0)) for key in (1, 2, 3)]
+    assert records == [
+        [rq_jobs.carried.lock(queue, 1).digest, True, True],  # the same digest, held
+        [other, True, False],  # the carried digest is held, the computed one is not
+        [None, False, True],
+    ]

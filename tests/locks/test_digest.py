@@ -11,9 +11,13 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from harness.cores import CYTHON_CORE, needs_cython
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import fastlock
-from fastlock.digest import Digester, canonical, encode_value
+from fastlock.digest import _HEX, Digester, canonical, check_digest, encode_value
+from fastlock.locks.keys import bucket_of
 
 
 def test_canonical_form_is_sorted_compact_utf8_json() -> None:
@@ -33,16 +37,20 @@ class Text(str):
     pass
 
 
-def _json(args: Any) -> bytes:
+def _json_of(name: str, queue: str | None, args: Any) -> bytes:
     """The documented canonical form, spelled with json.dumps."""
     return json.dumps(
-        ["n", "q", args],
+        [name, queue, args],
         sort_keys=True,
         separators=(",", ":"),
         ensure_ascii=False,
         allow_nan=False,
         default=encode_value,
     ).encode()
+
+
+def _json(args: Any) -> bytes:
+    return _json_of("n", "q", args)
 
 
 def _outcome(encode: Any, args: Any) -> Any:
@@ -52,10 +60,26 @@ def _outcome(encode: Any, args: Any) -> Any:
         return type(exc), str(exc)
 
 
-@pytest.mark.parametrize("fast", [True, False], ids=["c-encoder", "public-encoder"])
-def test_canonical_form_is_json_dumps_for_any_value(fast: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    if not fast:
+ENCODERS = [
+    pytest.param("core", id="cython-core", marks=needs_cython),  # digest.pxi, then json's C encoder
+    pytest.param("json-c", id="c-encoder"),
+    pytest.param("json", id="public-encoder"),
+]
+
+
+def _use(encoder: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make :func:`canonical` use ``encoder`` and what follows it."""
+    if encoder == "core":
+        monkeypatch.setattr(fastlock.digest, "_FAST", CYTHON_CORE._canonical_json)  # type: ignore[union-attr]
+    else:
+        monkeypatch.setattr(fastlock.digest, "_FAST", None)
+    if encoder == "json":
         monkeypatch.setattr(fastlock.digest, "_ENCODE", None)
+
+
+@pytest.mark.parametrize("encoder", ENCODERS)
+def test_canonical_form_is_json_dumps_for_any_value(encoder: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    _use(encoder, monkeypatch)
     cyclic: list[Any] = [1]
     cyclic.append(cyclic)
     values = [
@@ -67,6 +91,49 @@ def test_canonical_form_is_json_dumps_for_any_value(fast: bool, monkeypatch: pyt
     ]  # fmt: skip
     for args in values:
         assert _outcome(lambda a: canonical("n", "q", a), args) == _outcome(_json, args), args
+
+
+_TEXT = st.text(st.characters(exclude_categories=()))  # control characters and lone surrogates too
+_LEAVES = (
+    st.none() | st.booleans() | st.integers() | st.integers(-(2**70), 2**70) | st.floats() | _TEXT
+    | st.builds(Text, _TEXT) | st.sampled_from([Color.RED, date(2026, 12, 1), Decimal("1.10"), b"x"])
+)  # fmt: skip
+_VALUES = st.recursive(
+    _LEAVES,
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.lists(inner, max_size=4).map(tuple)
+        | st.dictionaries(_TEXT, inner, max_size=4)
+        | st.dictionaries(st.integers(0, 3) | _TEXT, inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+@needs_cython
+@settings(max_examples=800, deadline=None)
+@given(name=_TEXT, queue=st.none() | _TEXT, args=_VALUES)
+def test_the_core_encoder_writes_json_s_bytes_or_leaves_the_value_to_json(
+    name: str, queue: str | None, args: Any
+) -> None:
+    """``_core._canonical_json`` (digest.pxi) gives the json encoder's exact bytes, or None
+    (then json gives its bytes or its error); never other bytes, never an error of its own."""
+    fast = CYTHON_CORE._canonical_json(name, queue, args)  # type: ignore[union-attr]
+    expected = _outcome(lambda a: _json_of(name, queue, a), args)
+    assert fast is None or fast == expected
+    assert _outcome(lambda a: canonical(name, queue, a), args) == expected
+
+
+@needs_cython
+def test_the_core_encoder_covers_the_common_values() -> None:
+    """It is the fast path only if it handles the usual arguments itself."""
+    value = [1, -(2**63), 2**64, 2.5, "é\n", None, True, (1,), {"b": [], "a": {}}]
+    assert CYTHON_CORE._canonical_json("job", None, value) == _json_of("job", None, value)
+    deep: list[Any] = []
+    for _ in range(40):
+        deep = [deep]
+    assert CYTHON_CORE._canonical_json("job", None, deep) is None  # left to json: 33 deep and more
+    assert canonical("job", None, deep) == _json_of("job", None, deep)
 
 
 def test_dates_decimals_and_uuids_digest_as_their_text() -> None:
@@ -127,3 +194,29 @@ def test_manager_digest_and_bucket() -> None:
         "app:{t}:3:seq",
         "app:{t}:3:log",
     )
+
+
+_DIGESTS = st.text("0123456789abcdefABCDEFxé ", min_size=0, max_size=140) | st.text(max_size=12)
+
+
+@needs_cython
+@settings(max_examples=500, deadline=None)
+@given(value=_DIGESTS | st.binary(max_size=12) | st.integers() | st.none())
+def test_the_core_digest_test_is_the_regular_expression_s(value: Any) -> None:
+    """``_core._is_digest`` says what ``check_digest``'s regular expression says of a str, and
+    False for anything else: check_digest returns or raises as it does without it."""
+    expected = isinstance(value, str) and _HEX.fullmatch(value) is not None
+    assert CYTHON_CORE._is_digest(value) is expected  # type: ignore[union-attr]
+    with_core = _outcome(check_digest, value)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(fastlock.digest, "_IS_DIGEST", None)
+        assert with_core == _outcome(check_digest, value)
+
+
+@needs_cython
+@settings(max_examples=500, deadline=None)
+@given(digest=_DIGESTS, buckets=st.integers(1, 65536) | st.integers(-3, 0))
+def test_the_core_bucket_is_bucket_of(digest: str, buckets: int) -> None:
+    """``_core._digest_bucket`` gives ``int(digest[:8], 16) % buckets``, or the same error."""
+    core = CYTHON_CORE._digest_bucket  # type: ignore[union-attr]
+    assert _outcome(lambda d: core(d, buckets), digest) == _outcome(lambda d: bucket_of(d, buckets), digest)

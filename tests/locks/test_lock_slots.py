@@ -12,9 +12,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from harness.cores import CYTHON_CORE, needs_cython
 from harness.monitor import monitor, scripts_in_one_slot
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import fastlock
+import fastlock.locks.keys
+from fastlock.locks.keys import KeySpace, Scope
 from fastlock.protocol.slots import key_slot
 
 LUA = Path(__file__).resolve().parents[2] / "lua"
@@ -79,3 +84,35 @@ def test_any_prefix_gives_one_slot_per_script_or_is_refused(redis_url: str) -> N
                     queue, runtime = manager.scope(digest, "", 3), manager.scope(digest, ":run", 3)
                     slots = {key_slot(key) for key in (*queue.keys, *runtime.keys)}
                     assert len(slots) == 1, (prefix, digest)
+
+
+@needs_cython
+@settings(max_examples=500, deadline=None)
+@given(
+    prefix=st.sampled_from(["fastlock", "app:{locks}", "{", "a{b", "é"]),
+    buckets=st.sampled_from([1, 7, 1024, 65536]),
+    digest=st.text("0123456789abcdefAF", min_size=8, max_size=70) | st.text(min_size=1, max_size=9),
+    suffix=st.sampled_from(["", ":run"]),
+    limit=st.integers(-1, 4) | st.just(1001),
+)
+def test_the_core_builds_the_scopes_keyspace_builds(
+    prefix: str, buckets: int, digest: str, suffix: str, limit: int
+) -> None:
+    """``_core._lock_scope`` (locks/keys.pxi) gives ``KeySpace.scope``'s scope (name, keys, and
+    the bucket's cached keys), or None for a digest it leaves to it (then the same error)."""
+    core, python = KeySpace(prefix, buckets), KeySpace(prefix, buckets)
+
+    def outcome(build: Any) -> Any:
+        try:
+            scope = build(digest, suffix, limit)
+        except Exception as exc:  # noqa: BLE001 - compared
+            return type(exc), str(exc)
+        return type(scope), scope.name, scope.keys
+
+    fast = CYTHON_CORE._lock_scope(core, Scope, digest, suffix, limit)  # type: ignore[union-attr]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(fastlock.locks.keys, "_scope", None)
+        expected = outcome(python.scope)
+    assert fast is None or (type(fast), fast.name, fast.keys) == expected
+    assert outcome(core.scope) == expected
+    assert core._bucket_keys == python._bucket_keys

@@ -7,9 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from harness.cores import CYTHON_CORE, needs_cython
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import fastlock
-from fastlock.queues.jobs import Job, Member, claimed, completed, extended, queue_stats
+import fastlock.queues.jobs
+from fastlock.queues.jobs import Batch, Job, Member, claimed, completed, extended, queue_stats
 
 MEMBERS = [
     Member(1, 1, "", "", "~00ff"),
@@ -76,3 +80,82 @@ def test_an_error_reply_among_the_stats_is_raised() -> None:
     error = fastlock.ResponseError("WRONGTYPE Operation against a key holding the wrong kind of value")
     with pytest.raises(fastlock.ResponseError):
         queue_stats([1, error, 3, 4, 5])
+
+
+def _fields(outcome: Any) -> Any:
+    """A batch as comparable data (each job's fields, its class, and ``next_due_in``)."""
+    if isinstance(outcome, Batch):
+        jobs = [(type(j), j.id, j.payload, j.attempt, j.token, j.member, j.lost) for j in outcome]
+        return type(outcome), jobs, outcome.next_due_in
+    return outcome
+
+
+def _claimed_in_python(reply: Any) -> Any:
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(fastlock.queues.jobs, "_CLAIMED", None)
+            return _fields(claimed(reply))
+    except Exception as exc:  # noqa: BLE001 - compared, not handled
+        return type(exc), str(exc)
+
+
+_PART = st.sampled_from([b"", b"0", b"7", b"0042", b"9" * 18, b"9" * 19, b"-1", b"+1", b" 1", b"1_0", b"x"])
+_MEMBER = st.builds(
+    lambda token, attempt, priority, unique, job_id: b"|".join([token, attempt, priority, unique, job_id]),
+    _PART, _PART, st.sampled_from([b"", b"5"]), st.sampled_from([b"", b"d" + b"a" * 64]),
+    st.text().map(str.encode) | st.binary(max_size=6) | st.just(b"a|b"),
+) | st.binary(max_size=12)  # fmt: skip
+_PAIRS = st.lists(st.tuples(_MEMBER, st.binary(max_size=4) | st.none()), min_size=1, max_size=5)
+_REPLY = st.builds(
+    lambda head, pairs: [*head, *(item for pair in pairs for item in pair)],
+    st.sampled_from([[1000, -1], [1000, 3500]]),
+    _PAIRS,
+) | st.lists(_MEMBER | st.text(max_size=3) | st.none() | st.integers(), max_size=6) | st.none()  # fmt: skip
+
+
+@needs_cython
+@settings(max_examples=1000, deadline=None)
+@given(reply=_REPLY)
+def test_the_core_reads_a_claim_as_claimed_does(reply: Any) -> None:
+    """``_core._claimed_jobs`` (queues/jobs.pxi) gives the batch the pure-Python ``claimed``
+    gives, or None for a reply it leaves to it; ``claimed`` with the core gives the same
+    batch or the same error as without it."""
+    fast = CYTHON_CORE._claimed_jobs(reply, Job, Batch)  # type: ignore[union-attr]
+    expected = _claimed_in_python(reply)
+    assert fast is None or _fields(fast) == expected
+    try:
+        assert _fields(claimed(reply)) == expected
+    except Exception as exc:  # noqa: BLE001 - compared
+        assert (type(exc), str(exc)) == expected
+
+
+@needs_cython
+def test_the_core_reads_the_common_claims_itself() -> None:
+    """Every well-formed claim of at least one job is read in C (the fast path is taken)."""
+    reply: list[Any] = [1000, -1]
+    for member in MEMBERS:
+        reply += [member.encode(), b"p"]
+    fast = CYTHON_CORE._claimed_jobs(reply, Job, Batch)  # type: ignore[union-attr]
+    assert fast is not None and _fields(fast) == _claimed_in_python(reply)
+    assert CYTHON_CORE._claimed_jobs([1000, -1], Job, Batch) is None  # an empty claim: Python's  # type: ignore[union-attr]
+
+
+@needs_cython
+@settings(max_examples=500, deadline=None)
+@given(
+    head=st.text(max_size=4) | st.sampled_from(["~0123456789abcdef-", "x" * 141]),
+    numbers=st.lists(st.integers(0, 2**70) | st.integers(-5, -1) | st.just(1.5), max_size=6),
+    extra=st.integers(-2, 3),
+)
+def test_the_core_writes_fresh_ids_as_the_python_twin_does(head: str, numbers: list[Any], extra: int) -> None:
+    """``_core._numbered`` (queues/jobs.pxi) gives ``_ids._numbered``'s ids, or its error (the
+    numbers may run out, or be of the wrong kind; a count may be negative)."""
+    from fastlock import _ids
+
+    def outcome(write: Any) -> Any:
+        try:
+            return write(head, iter(numbers), len(numbers) - extra)
+        except Exception as exc:  # noqa: BLE001 - compared
+            return type(exc), str(exc)
+
+    assert outcome(CYTHON_CORE._numbered) == outcome(_ids._numbered)  # type: ignore[union-attr]

@@ -61,7 +61,7 @@ class AsyncLock(LockBase[AsyncRunner]):
 
     def _holder(self, job_id: str | None) -> str:
         if job_id is None:
-            return self._job_id or _task_tag() + self._serial
+            return self._job_id or _task_tag() + (self._serial or self._draw_serial())
         return check_job_id(job_id)
 
     async def _bound(self) -> Scope:
@@ -188,7 +188,7 @@ class AsyncLockManager(Namespace[AsyncRunner]):
         **options: Unpack[LockOptions],
     ) -> AsyncLock:
         """An :class:`AsyncLock` (arguments of :meth:`LockManager.lock <fastlock.LockManager.lock>`)."""
-        return AsyncLock(self, self.lock_digest(name, digest, queue, args), name=name, **options)
+        return AsyncLock(self, self.lock_digest(name, digest, queue, args), name, **options)
 
     def reaper(self, **options: Any) -> AsyncReaper:
         """An :class:`AsyncReaper` for this namespace (options of :class:`~fastlock.locks.reaper.Reaper`)."""

@@ -20,9 +20,11 @@ task id); a task that fails for good frees it in ``on_failure`` (unless
 
 ``unique_lock`` holds the lock options (:class:`~fastlock.locks.options.LockOptions`). The
 digest is the task's name and ``[args, kwargs]`` (no queue: a Celery task name is global),
-alike in producer and worker whatever the serializer does to dates, Decimals or UUIDs (they
-digest as their text). The lock server is ``lock_url``, else the app's ``fastlock_url``
-setting, else its Redis ``broker_url``; one :class:`~fastlock.Client` per process and URL.
+whatever the serializer does to dates, Decimals or UUIDs (they digest as their text). The
+producer computes it and sends it in the task's ``fastlock_digest`` header; the worker locks
+that digest, computing it only for a task sent without the header. The lock server is
+``lock_url``, else the app's ``fastlock_url`` setting, else its Redis ``broker_url``; one
+:class:`~fastlock.Client` per process and URL.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from celery.utils import uuid
 from ..locks.lock import Lock
 from ..locks.options import LockOptions
 from .clients import client_for_url
-from .jobs import UniqueJob
+from .jobs import DIGEST_KEY, UniqueJob
 
 __all__ = ["UniqueTask"]
 
@@ -58,13 +60,21 @@ class UniqueTask(Task):  # type: ignore[misc]  # celery is untyped
         """This task's lock settings."""
         return UniqueJob(self.name, self.unique_lock, release_on_failure=self.release_on_failure)
 
-    def lock(self, args: Sequence[Any] = (), kwargs: Mapping[str, Any] | None = None) -> Lock:
-        """The lock of this task called with ``args`` and ``kwargs``."""
+    def lock(
+        self, args: Sequence[Any] = (), kwargs: Mapping[str, Any] | None = None, *, digest: str | None = None
+    ) -> Lock:
+        """The lock of this task called with ``args`` and ``kwargs`` (on ``digest`` when given:
+        the one a sent task carries)."""
         conf = self.app.conf
         url = self.lock_url or conf.get("fastlock_url") or conf.broker_url or ""
         if not url.startswith(_REDIS_SCHEMES):
             raise ValueError(f"task {self.name}: set lock_url or fastlock_url to a Redis URL, not {url!r}")
-        return self.unique_job.lock(client_for_url(url), None, args or (), kwargs)
+        return self.unique_job.lock(client_for_url(url), None, args or (), kwargs, digest)
+
+    def _carried(self, task_id: str | None) -> str | None:
+        """The digest the running task ``task_id`` was sent with (``None``: none, or not running)."""
+        request = self.request
+        return request.get(DIGEST_KEY) if request.id is not None and request.id == task_id else None
 
     def apply_async(
         self, args: Sequence[Any] | None = None, kwargs: Mapping[str, Any] | None = None, **options: Any
@@ -74,8 +84,9 @@ class UniqueTask(Task):  # type: ignore[misc]  # celery is untyped
         lock = self.lock(args or (), kwargs)
         if not lock.enqueue(task_id):
             return None
+        headers = {**(options.get("headers") or {}), DIGEST_KEY: lock.digest}
         try:
-            return super().apply_async(args, kwargs, **{**options, "task_id": task_id})
+            return super().apply_async(args, kwargs, **{**options, "task_id": task_id, "headers": headers})
         except BaseException:
             lock.release(task_id)
             raise
@@ -85,9 +96,10 @@ class UniqueTask(Task):  # type: ignore[misc]  # celery is untyped
         if request.id is None or request.called_directly:
             return super().__call__(*args, **kwargs)
         # in a worker the tracer has pushed the request: run the body without a new one
-        return self.lock(args, kwargs).execute(request.id, functools.partial(self.run, *args, **kwargs))
+        lock = self.lock(args, kwargs, digest=self._carried(request.id))
+        return lock.execute(request.id, functools.partial(self.run, *args, **kwargs))
 
     def on_failure(self, exc: BaseException, task_id: str, args: Any, kwargs: Any, einfo: Any) -> None:
         """The task failed for good: free its lock (unless ``release_on_failure`` is False)."""
-        self.unique_job.failed(self.lock(args, kwargs), task_id)
+        self.unique_job.failed(self.lock(args, kwargs, digest=self._carried(task_id)), task_id)
         super().on_failure(exc, task_id, args, kwargs, einfo)

@@ -1,8 +1,10 @@
 """:class:`UniqueJob`: one task's lock settings, shared by the integrations. A task's lock is
-named by the framework's own job identity, so producer and worker compute the same digest:
-the task (or function) name, the queue when the framework binds jobs to one, and the arguments
-as ``[args, kwargs]`` in the canonical JSON of :mod:`fastlock.digest` (dates, datetimes,
-Decimals and UUIDs as their text)."""
+named by the framework's own job identity: the task (or function) name, the queue when the
+framework binds jobs to one, and the arguments as ``[args, kwargs]`` in the canonical JSON of
+:mod:`fastlock.digest` (dates, datetimes, Decimals and UUIDs as their text). The producer
+computes the digest once and the job carries it to the worker under :data:`DIGEST_KEY` (in its
+headers or meta); a worker computes it only for a job without one (sent by an older producer,
+or without the integration), and gets the same digest."""
 
 from __future__ import annotations
 
@@ -14,7 +16,10 @@ from ..locks.options import LockOptions
 from ..locks.types import LockType
 from ..sync.client import Client
 
-__all__ = ["UniqueJob"]
+__all__ = ["DIGEST_KEY", "UniqueJob"]
+
+DIGEST_KEY = "fastlock_digest"
+"""The name under which a job carries its lock's digest (a Celery header, an RQ meta key)."""
 
 
 class UniqueJob:
@@ -32,9 +37,17 @@ class UniqueJob:
         self.release_on_failure = release_on_failure
 
     def lock(
-        self, client: Client, queue: str | None, args: Sequence[Any], kwargs: Mapping[str, Any] | None
+        self,
+        client: Client,
+        queue: str | None,
+        args: Sequence[Any],
+        kwargs: Mapping[str, Any] | None,
+        digest: str | None = None,
     ) -> Lock:
-        """The lock of one call: the digest of (name, queue, ``[args, kwargs]``)."""
+        """The lock of one call: on ``digest``, the one the job carries, else on the digest of
+        (name, queue, ``[args, kwargs]``)."""
+        if digest is not None:
+            return client.locks.lock(self.name, digest=digest, **self.options)
         return client.locks.lock(
             self.name, queue=queue, args=[list(args), dict(kwargs or {})], **self.options
         )

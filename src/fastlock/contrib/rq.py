@@ -20,7 +20,9 @@ plain ``queue.enqueue``. A job that fails with no RQ retry left frees its lock (
 ``release_on_failure=False``); a job with retries left keeps it for the retry.
 
 The digest is the function's RQ name (``module.qualname``), the queue's name and
-``[args, kwargs]``, computed alike by producer and worker. The lock lives on the RQ connection's
+``[args, kwargs]``: the producer computes it and stores it in the job's ``meta``
+(``fastlock_digest``); the worker locks that digest, computing it only for a job enqueued
+without it (plain ``queue.enqueue``, an older producer). The lock lives on the RQ connection's
 server (one :class:`~fastlock.Client` per process and connection, built on first use), or on
 ``url`` if given. Called outside a worker, the function just runs.
 """
@@ -39,7 +41,7 @@ from ..locks.lock import Lock
 from ..locks.options import LockOptions
 from ..sync.client import Client
 from .clients import client_for_redis, client_for_url
-from .jobs import UniqueJob
+from .jobs import DIGEST_KEY, UniqueJob
 
 __all__ = ["UniqueFunction", "unique"]
 
@@ -85,7 +87,8 @@ def unique(
             job = get_current_job()
             if job is None:
                 return func(*args, **kwargs)
-            lock = spec.lock(client(job.connection), job.origin, args, kwargs)
+            carried = job.meta.get(DIGEST_KEY)
+            lock = spec.lock(client(job.connection), job.origin, args, kwargs, carried)
             try:
                 return cast(R, lock.execute(job.id, functools.partial(func, *args, **kwargs), job=job))
             except BaseException:
@@ -100,6 +103,7 @@ def unique(
             lock = spec.lock(client(queue.connection), queue.name, parsed.args or (), parsed.kwargs)
             if not lock.enqueue(parsed.job_id):
                 return None
+            kwargs["meta"] = {**(kwargs.get("meta") or {}), DIGEST_KEY: lock.digest}
             try:
                 return queue.enqueue(run, *args, **kwargs)
             except BaseException:

@@ -21,12 +21,13 @@ import itertools
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from .. import _ids
 from ..exceptions import ArgumentError, LockError
 from ..operations import Call, Command, Operation
-from ..protocol.arguments import duration_ms
+from ..protocol.arguments import MAX_DURATION, duration_ms
 from .conflict import ConflictBase, Strategy, StrategySpec, resolve_strategy
 from .keys import RUNTIME, Scope
 from .namespace import Namespace
@@ -51,6 +52,8 @@ _WHILE_EXECUTING_REJECT = LockType.WHILE_EXECUTING_REJECT
 _UNTIL_AND_WHILE_EXECUTING = LockType.UNTIL_AND_WHILE_EXECUTING
 
 _serials = itertools.count()  # numbers lock objects; with the thread's (or task's) tag, the default job id
+_QUEUED = frozenset(kind for kind in LockType if kind.queued)  # a set: faster than the property
+_NO_STRATEGIES: Mapping[str, Strategy | None] = MappingProxyType({})  # no strategy on either side
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,13 +135,15 @@ class LockBase(Generic[R]):
     _queue: Scope
     _runtime: Scope
     _main_scope: Scope | None
+    _serial: str | None
+    _strategies: Mapping[str, Strategy | None]
 
     def __init__(
         self,
         manager: Namespace[R],
         digest: str,
-        *,
         name: str | None = None,
+        *,
         type: str | LockType = LockType.UNTIL_EXECUTED,  # noqa: A002 - the public keyword is type=
         ttl: float | None = None,
         timeout: float = 0.0,
@@ -146,10 +151,15 @@ class LockBase(Generic[R]):
         job_id: str | None = None,
         on_conflict: StrategySpec | Mapping[str, StrategySpec] = None,
     ) -> None:
-        kind = self.type = type if isinstance(type, LockType) else LockType.parse(type)
-        ttl_ms = 0 if ttl is None else duration_ms(ttl, "ttl")
-        if kind is _UNTIL_EXPIRED and ttl is None:
-            raise ArgumentError("an until_expired lock needs a ttl")
+        kind = self.type = type if type.__class__ is LockType else LockType.parse(type)
+        if ttl is None:
+            if kind is _UNTIL_EXPIRED:
+                raise ArgumentError("an until_expired lock needs a ttl")
+            ttl_ms = 0
+        elif (ttl.__class__ is float or ttl.__class__ is int) and 0.001 <= ttl <= MAX_DURATION:
+            ttl_ms = round(ttl * 1000)  # duration_ms's result without its call (3.9k instructions)
+        else:
+            ttl_ms = duration_ms(ttl, "ttl")
         if timeout.__class__ is not float or timeout != 0.0:  # the default 0.0 is valid: no call
             duration_ms(timeout, "timeout", minimum_ms=0)
         if limit.__class__ is not int or not 1 <= limit <= MAX_LIMIT:  # (type is the lock type here)
@@ -161,21 +171,21 @@ class LockBase(Generic[R]):
         self.timeout = timeout
         self.limit = limit
         self._job_id = None if job_id is None else check_job_id(job_id)
-        self._serial = f"{next(_serials):x}"
+        self._serial = None  # drawn when the default holder id is first needed
         self._ttl_ms = ttl_ms
         self._flags = manager.flags
         self._call = manager.call
-        self._queued = kind.queued
+        self._queued = queued = kind in _QUEUED
         self._main_scope = None
-        self._strategies: dict[str, Strategy | None] = {}  # by side; a missing side: None
         forced = "reject" if kind is _WHILE_EXECUTING_REJECT else None
-        if on_conflict is not None or forced:
-            if self._queued:
-                self._strategies["enqueue"] = resolve_strategy(on_conflict, "enqueue", manager.strategies)
-            if kind.runtime:
-                self._strategies["execute"] = resolve_strategy(
-                    forced or on_conflict, "execute", manager.strategies
-                )
+        if on_conflict is None and forced is None:
+            self._strategies = _NO_STRATEGIES
+            return
+        strategies = self._strategies = {}  # by side; a missing side: None
+        if queued:
+            strategies["enqueue"] = resolve_strategy(on_conflict, "enqueue", manager.strategies)
+        if kind.runtime:
+            strategies["execute"] = resolve_strategy(forced or on_conflict, "execute", manager.strategies)
 
     @property
     def job_id(self) -> str:
@@ -186,8 +196,13 @@ class LockBase(Generic[R]):
     def _holder(self, job_id: str | None) -> str:
         """``job_id`` checked, or the default holder id (see :attr:`job_id`)."""
         if job_id is None:
-            return self._job_id or _ids.local.tag + self._serial
+            return self._job_id or _ids.local.tag + (self._serial or self._draw_serial())
         return check_job_id(job_id)
+
+    def _draw_serial(self) -> str:
+        """This object's number (with a thread's or task's tag, its default holder id)."""
+        serial = self._serial = f"{next(_serials):x}"
+        return serial
 
     def _bind(self) -> Scope:
         """Build the type's scopes (the namespace's eviction policy is checked first, by the

@@ -20,26 +20,48 @@ hash tag (``app:{locks}``) wins: everything then shares that one slot. A prefix 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from .._impl import load_core
 from ..protocol.slots import hash_tag
 
-__all__ = ["RUNTIME", "ChangelogEntry", "KeySpace", "LockEntry", "Scope", "check_prefix"]
+__all__ = ["RUNTIME", "ChangelogEntry", "KeySpace", "LockEntry", "Scope", "bucket_of", "check_prefix"]
 
 RUNTIME = ":run"  # the suffix of a digest's runtime scope
+
+
+def bucket_of(digest: str, buckets: int) -> int:
+    """The bucket of ``digest`` among ``buckets``: ``int(digest[:8], 16) % buckets``."""
+    return int(digest[:8], 16) % buckets
+
+
+# The Cython core's twins (``locks/keys.pxi``): of bucket_of (the same result or error, 2k
+# instructions less) and of KeySpace.scope (the same scope, or None to leave it to it).
+_CORE = load_core()[1]
+_bucket_of: Callable[[str, int], int] = getattr(_CORE, "_digest_bucket", bucket_of)
+_scope: Callable[..., Scope | None] | None = getattr(_CORE, "_lock_scope", None)
 
 
 class Scope:
     """The keys of one lock scope (queue-time ``<digest>`` or runtime ``<digest>:run``):
     ``keys`` is what its scripts take (bucket index, counter, changelog, wake list, slots)."""
 
-    __slots__ = ("keys", "name", "slots", "wake")
+    __slots__ = ("keys", "name")
 
-    def __init__(self, name: str, bucket_keys: tuple[str, str, str], wake: str, slots: list[str]) -> None:
+    def __init__(self, name: str, keys: tuple[str, ...]) -> None:
         self.name = name
-        self.wake = wake
-        self.slots = slots
-        self.keys = (*bucket_keys, wake, *slots)
+        self.keys = keys
+
+    @property
+    def wake(self) -> str:
+        """The wake list of the scope's blocked acquirers."""
+        return self.keys[3]
+
+    @property
+    def slots(self) -> tuple[str, ...]:
+        """The slot keys, one per holder of the limit."""
+        return self.keys[4:]
 
 
 def check_prefix(prefix: str) -> str:
@@ -67,35 +89,33 @@ class KeySpace:
         self.prefix = check_prefix(prefix)
         self.buckets = buckets
         self._tagged = hash_tag(prefix.encode()) != prefix.encode()
-        # bucket -> (bucket prefix, index, counter, changelog): built once per bucket used
-        self._bucket_keys: dict[int, tuple[str, str, str, str]] = {}
+        # bucket -> (index, counter, changelog) and the prefix of its digests' keys, built on first use
+        self._bucket_keys: dict[int, tuple[tuple[str, str, str], str]] = {}
 
     def bucket(self, digest: str) -> int:
         """The bucket of ``digest``: ``int(digest[:8], 16) % buckets``."""
-        return int(digest[:8], 16) % self.buckets
-
-    def _bucket_prefix(self, bucket: int) -> str:
-        return f"{self.prefix}:{bucket}" if self._tagged else f"{self.prefix}:{{{bucket}}}"
+        return _bucket_of(digest, self.buckets)
 
     def bucket_keys(self, bucket: int) -> tuple[str, str, str]:
         """(index, fencing counter, changelog) keys of ``bucket``."""
-        return self._keys_of(bucket)[1:]
+        return (self._bucket_keys.get(bucket) or self._new_bucket(bucket))[0]
 
-    def _keys_of(self, bucket: int) -> tuple[str, str, str, str]:
-        keys = self._bucket_keys.get(bucket)
-        if keys is None:
-            prefix = self._bucket_prefix(bucket)
-            keys = self._bucket_keys[bucket] = (prefix, f"{prefix}:idx", f"{prefix}:seq", f"{prefix}:log")
+    def _new_bucket(self, bucket: int) -> tuple[tuple[str, str, str], str]:
+        prefix = f"{self.prefix}:{bucket}:" if self._tagged else f"{self.prefix}:{{{bucket}}}:"
+        keys = self._bucket_keys[bucket] = ((prefix + "idx", prefix + "seq", prefix + "log"), prefix)
         return keys
 
     def scope(self, digest: str, suffix: str, limit: int) -> Scope:
         """The keys of ``digest``'s queue-time (``suffix=""``) or runtime (:data:`RUNTIME`) scope."""
-        keys = self._keys_of(self.bucket(digest))
-        base = f"{keys[0]}:{digest}{suffix}"
-        slots = [base]
-        if limit > 1:
-            slots += [f"{base}:{i}" for i in range(1, limit)]
-        return Scope(digest + suffix, keys[1:], f"{base}:w", slots)
+        if _scope is not None:
+            found = _scope(self, Scope, digest, suffix, limit)
+            if found is not None:
+                return found
+        bucket = _bucket_of(digest, self.buckets)
+        keys, prefix = self._bucket_keys.get(bucket) or self._new_bucket(bucket)
+        name = digest + suffix
+        base = prefix + name
+        return Scope(name, (*keys, base + ":w", base, *[f"{base}:{i}" for i in range(1, limit)]))
 
 
 @dataclass(frozen=True)

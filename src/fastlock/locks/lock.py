@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 
 from ..exceptions import ConnectionError, LockConflictError, LockNotOwnedError
 from ..operations import Call, Runner
-from .base import EXECUTIONS, LockBase, lost_before_release, token
+from .base import EXECUTIONS, LockBase, lost_before_release
 from .conflict import Conflict
 from .keys import Scope
 from .replies import acquire_reply, token_reply
@@ -47,12 +47,17 @@ class Lock(LockBase[Runner]):
         Waits up to ``timeout`` seconds (default: the lock's) for a release, woken by it;
         ``blocking=False`` never waits. A job that already holds the lock gets its token back.
         """
-        wait = self._wait(blocking, timeout)
-        return token(self._take(self._main_scope or self._bound(), self._holder(job_id), wait))
+        wait = self.timeout if blocking is None and timeout is None else self._wait(blocking, timeout)
+        if job_id is None or job_id.__class__ is not str or not job_id:  # a given str passes
+            job_id = self._holder(job_id)
+        reply = self._take(self._main_scope or self._bound(), job_id, wait)
+        return reply if type(reply) is int else None
 
     def release(self, job_id: str | None = None) -> int | None:
         """Release what ``job_id`` holds: the fencing token freed, or ``None`` if it held nothing."""
-        return self._release(self._main_scope or self._bound(), self._holder(job_id))
+        if job_id is None or job_id.__class__ is not str or not job_id:  # a given str passes
+            job_id = self._holder(job_id)
+        return self._release(self._main_scope or self._bound(), job_id)
 
     def extend(self, job_id: str | None = None, ttl: float | None = None) -> int | None:
         """Reset the expiry of ``job_id``'s slot to ``ttl`` seconds (default: the lock's):
@@ -94,7 +99,8 @@ class Lock(LockBase[Runner]):
     def enqueue(self, job_id: str, *, job: Any = None) -> bool:
         """Producer side: take the queue-time lock the type asks for. True means enqueue the
         job; on a conflict the enqueue-side strategy runs (a token it returns counts as taken)."""
-        check_job_id(job_id)
+        if job_id.__class__ is not str or not job_id:  # a given str passes without a call
+            check_job_id(job_id)
         if not self._queued:
             return True
         queue = self._queue if self._main_scope else self._bound()
@@ -112,7 +118,8 @@ class Lock(LockBase[Runner]):
         queue-time lock for the runtime lock in one script and re-locks if ``fn`` raises
         (:data:`~fastlock.locks.base.EXECUTIONS`).
         """
-        check_job_id(job_id)
+        if job_id.__class__ is not str or not job_id:  # a given str passes without a call
+            check_job_id(job_id)
         self._main_scope or self._bound()
         steps = EXECUTIONS[self.type]
         if steps.release_first:
@@ -151,8 +158,8 @@ class Lock(LockBase[Runner]):
         return acquire_reply(name, reply)
 
     def _release(self, scope: Scope, job_id: str) -> int | None:
-        args = self.manager.release_args(scope, job_id)
-        return token_reply("lock_release", self._call("lock_release", scope.keys, args))
+        reply = self._call("lock_release", scope.keys, self.manager.release_args(scope, job_id))
+        return reply if type(reply) is int and reply > 0 else token_reply("lock_release", reply)
 
     def _resolved(self, side: str, scope: Scope, job_id: str, reply: list[Any], job: Any) -> Any:
         """The side's strategy's result for this conflict (``None`` without one)."""

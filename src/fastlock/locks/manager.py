@@ -45,7 +45,7 @@ class LockManager(Namespace[Runner]):
         """A lock on ``digest``, or on the digest of (``name``, ``queue``, ``args``);
         ``options`` (``type``, ``ttl``, ``timeout``, ``limit``, ``job_id``, ``on_conflict``:
         :class:`~fastlock.locks.options.LockOptions`) are :class:`Lock`'s."""
-        return Lock(self, self.lock_digest(name, digest, queue, args), name=name, **options)
+        return Lock(self, self.lock_digest(name, digest, queue, args), name, **options)
 
     def reaper(self, **options: Any) -> Reaper:
         """A :class:`~fastlock.locks.reaper.Reaper` for this namespace (options: see there)."""

@@ -6,7 +6,6 @@ queue (:class:`~fastlock.queues.queue.Queue` for a blocking runner) adds the cal
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from itertools import islice
 from typing import Any, Generic, TypedDict, TypeVar
 
 from .. import _ids as ids_source
@@ -233,7 +232,8 @@ class QueueBase(Generic[R]):
         self, payload: object, job_id: object, delay: float | None, priority: int | None, unique: object
     ) -> tuple[Sequence[str], tuple[Any, ...]]:
         """Keys and arguments of ``queue_enqueue`` (the id first)."""
-        _check_payload(payload)
+        if type(payload) not in _EXACT_PAYLOAD_TYPES:
+            _check_payload(payload)
         keys, mode, digest, ttl = self.producer_keys, "", "", 0
         if unique is not None:
             unique = Unique(unique) if isinstance(unique, str) else unique
@@ -262,13 +262,13 @@ class QueueBase(Generic[R]):
         if isinstance(payloads, str | bytes):
             raise ArgumentTypeError("payloads must be an iterable of payloads, not one")
         todo = list(payloads)
-        if not {type(payload) for payload in todo} <= _EXACT_PAYLOAD_TYPES:
+        if not set(map(type, todo)) <= _EXACT_PAYLOAD_TYPES:  # in C: no frame per payload
             for payload in todo:
                 _check_payload(payload)
         calls = []
         for start in range(0, len(todo), MAX_BATCH):
             chunk = todo[start : start + MAX_BATCH]
-            fresh = [FRESH_MARK + job_id for job_id in islice(ids_source.ids, len(chunk))]
+            fresh = ids_source.take(len(chunk), FRESH_MARK)
             args: list[Any] = [delay_ms, level, *fresh, *chunk]
             args[2::2], args[3::2] = fresh, chunk  # id, payload pairs
             calls.append(args)

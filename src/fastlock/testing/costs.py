@@ -6,9 +6,11 @@ Commands are read from ``INFO commandstats`` after ``CONFIG RESETSTAT`` (Redis a
 count every ``redis.call`` inside a script there, plus the ``EVALSHA`` itself); round
 trips are the writes fastlock's connections sent. Use a server nobody else is talking to.
 
-A lifecycle is the realistic path of one job: a producer-side lock object runs
-:meth:`~fastlock.Lock.enqueue`, a different worker-side object runs
-:meth:`~fastlock.Lock.execute` of a job that succeeds, each job with its own digest; ttl on.
+A lifecycle is the realistic path of one job, as the integrations (:mod:`fastlock.contrib`)
+run it: a producer-side lock object, built from the job's name and arguments, runs
+:meth:`~fastlock.Lock.enqueue`; the job carries the digest to the worker, whose own lock
+object, built from that digest, runs :meth:`~fastlock.Lock.execute` of a job that succeeds.
+Each job has its own digest, computed once; ttl on.
 """
 
 from __future__ import annotations
@@ -96,8 +98,9 @@ def measure_cost(
 
 
 def lifecycle(manager: LockManager, kind: LockType, ttl: float = 60.0) -> Callable[[], None]:
-    """One job's lifecycle per call: enqueue on one lock object, execute on another (every
-    job of every call to this function has a digest of its own)."""
+    """One job's lifecycle per call: enqueue on a lock object built from the job's name and
+    arguments, execute on another built from the digest the job carries (every job of every
+    call to this function has a digest of its own)."""
     jobs = itertools.count()
     name = f"lifecycle:{kind.value}:{uuid.uuid4().hex}"
 
@@ -105,8 +108,8 @@ def lifecycle(manager: LockManager, kind: LockType, ttl: float = 60.0) -> Callab
         n = next(jobs)
         job_id = f"job-{n}"
         producer = manager.lock(name, args=[n], type=kind, ttl=ttl)
-        worker = manager.lock(name, args=[n], type=kind, ttl=ttl)
         producer.enqueue(job_id)
+        worker = manager.lock(name, digest=producer.digest, type=kind, ttl=ttl)
         worker.execute(job_id, _job)
 
     return run
