@@ -14,9 +14,10 @@ from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytearray cimport PyByteArray_AS_STRING
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.exc cimport PyErr_CheckSignals
+from cpython.object cimport PyObject_TypeCheck, PyTypeObject
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from libc.errno cimport EAGAIN, EINTR, errno
-from libc.math cimport isfinite
+from libc.math cimport fabs, isfinite, signbit
 from libc.string cimport memchr, memcpy, strerror, strlen
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 

@@ -416,6 +416,53 @@ def test_encoders_agree(keys: list[Any], args: list[Any]) -> None:
     assert outcome(CYTHON_CORE.encode_command, *command) == outcome(_core_py.encode_command, *command)
 
 
+def float_bytes(core: Any, value: float) -> bytes:
+    """The bytes ``core`` sends for ``value``."""
+    count, length, data, end = core.encode_command(value).split(b"\r\n")
+    assert (count, length, end) == (b"*1", b"$%d" % len(data), b"")
+    return bytes(data)
+
+
+def near(value: float) -> list[float]:
+    return [value, math.nextafter(value, -math.inf), math.nextafter(value, math.inf)]
+
+
+# The Cython writer prints floats of at most 15 significant digits (1e-4 <= |x| < 1e15) itself
+# and leaves the rest to CPython: every float below, on either side of that line, is repr().
+FLOAT_EDGES = [
+    *(x for k in range(-6, 18) for base in (10.0**k, 5 * 10.0**k, 9.5 * 10.0**k) for x in near(base)),
+    *near(123456789012345.0),
+    *near(999999999999999.9),
+    *near(0.000123456789012345),
+    0.1 + 0.2,
+    1 / 3,
+    2.0**53,
+    2.0**-1074,
+    sys.float_info.max,
+    sys.float_info.min,
+]
+short_decimals = st.builds(
+    lambda digits, scale, negative: (-1) ** negative * digits / 10**scale,
+    st.integers(min_value=0, max_value=10**15),
+    st.integers(min_value=0, max_value=19),
+    st.booleans(),
+)
+
+
+@pytest.mark.parametrize("core", CORES)
+def test_float_edges_are_repr(core: Any) -> None:
+    for value in FLOAT_EDGES:
+        for signed in (value, -value):
+            assert float_bytes(core, signed) == repr(signed).encode(), signed
+
+
+@pytest.mark.parametrize("core", CORES)
+@settings(max_examples=3000, deadline=None)
+@given(st.one_of(st.floats(allow_nan=False, allow_infinity=False), short_decimals))
+def test_floats_are_repr(core: Any, value: float) -> None:
+    assert float_bytes(core, value) == repr(value).encode()
+
+
 line = st.binary(max_size=20).map(lambda text: text.replace(b"\r", b"").replace(b"\n", b""))
 resp_scalars = st.one_of(
     st.binary().map(lambda b: b"$%d\r\n%s\r\n" % (len(b), b)),

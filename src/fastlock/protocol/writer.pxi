@@ -5,6 +5,9 @@
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object, Py_ssize_t*) except NULL
     long long PyLong_AsLongLongAndOverflow(object, int*) except? -1
+    bint PyUnicode_IS_COMPACT_ASCII(object)
+    void* PyUnicode_DATA(object)
+    Py_ssize_t PyUnicode_GET_LENGTH(object)
     char* PyOS_double_to_string(double, char, int, int, int*) except NULL
     int Py_DTSF_ADD_DOT_0
 
@@ -52,45 +55,51 @@ cdef inline int buf_reserve(Buf* b, Py_ssize_t extra) except -1:
     return 0
 
 
-cdef inline void put_decimal(Buf* b, long long value):
-    """Write a decimal integer; the caller has reserved 21 bytes."""
-    cdef char tmp[24]
-    cdef int i = 24
-    cdef unsigned long long u = <unsigned long long>(-value) if value < 0 else <unsigned long long>value
-    while True:
+cdef inline char* write_decimal(char* p, unsigned long long u) noexcept:
+    """Write ``u`` in decimal at ``p`` (room for 20 digits); return the end."""
+    cdef char tmp[20]
+    cdef int i = 20
+    if u < 10:  # the common header lengths: one or two digits, no loop
+        p[0] = <char>(48 + u)
+        return p + 1
+    if u < 100:
+        p[0] = <char>(48 + u // 10)
+        p[1] = <char>(48 + u % 10)
+        return p + 2
+    while u:
         i -= 1
         tmp[i] = <char>(48 + u % 10)
         u //= 10
-        if u == 0:
-            break
-    if value < 0:
-        i -= 1
-        tmp[i] = b'-'
-    memcpy(b.data + b.len, tmp + i, 24 - i)
-    b.len += 24 - i
+    memcpy(p, tmp + i, 20 - i)
+    return p + 20 - i
 
 
 cdef inline int put_header(Buf* b, char kind, Py_ssize_t n) except -1:
-    """Write ``*n\\r\\n`` or ``$n\\r\\n``."""
-    buf_reserve(b, 24)
-    b.data[b.len] = kind
-    b.len += 1
-    put_decimal(b, n)
-    b.data[b.len] = 13
-    b.data[b.len + 1] = 10
-    b.len += 2
+    """Write ``*n\\r\\n`` or ``$n\\r\\n`` (``n`` >= 0)."""
+    buf_reserve(b, 23)
+    cdef char* p = b.data + b.len
+    p[0] = kind
+    p = write_decimal(p + 1, <unsigned long long>n)
+    p[0] = 13
+    p[1] = 10
+    b.len = p + 2 - b.data
     if FASTLOCK_DEBUG:
         check_buf(b, 0)
     return 0
 
 
 cdef inline int put_bulk(Buf* b, const char* data, Py_ssize_t n) except -1:
-    put_header(b, b'$', n)
-    buf_reserve(b, n + 2)
-    memcpy(b.data + b.len, data, n)
-    b.data[b.len + n] = 13
-    b.data[b.len + n + 1] = 10
-    b.len += n + 2
+    """Write ``$n\\r\\n<data>\\r\\n`` (``n`` is at most MAX_BULK_LENGTH)."""
+    buf_reserve(b, n + 25)  # the header's 23 bytes at most, the payload and its CRLF
+    cdef char* p = b.data + b.len
+    p[0] = b'$'
+    p = write_decimal(p + 1, <unsigned long long>n)
+    p[0] = 13
+    p[1] = 10
+    memcpy(p + 2, data, n)
+    p[n + 2] = 13
+    p[n + 3] = 10
+    b.len = p + n + 4 - b.data
     if FASTLOCK_DEBUG:
         check_buf(b, 0)
     return 0
@@ -106,13 +115,14 @@ cdef int put_sized(
 
 cdef int put_integer(Buf* b, long long value) except -1:
     """Write a 64-bit integer as a decimal bulk string."""
-    cdef char digits[24]
-    cdef Buf tmp
-    tmp.data = digits
-    tmp.len = 0
-    tmp.cap = 24
-    put_decimal(&tmp, value)
-    return put_bulk(b, digits, tmp.len)
+    cdef char digits[21]
+    cdef char* end
+    if value < 0:
+        digits[0] = b'-'
+        end = write_decimal(digits + 1, <unsigned long long>0 - <unsigned long long>value)
+    else:
+        end = write_decimal(digits, <unsigned long long>value)
+    return put_bulk(b, digits, end - digits)
 
 
 cdef int put_long(Buf* b, object value) except -1:
@@ -125,7 +135,61 @@ cdef int put_long(Buf* b, object value) except -1:
     return put_integer(b, v)
 
 
+cdef double[20] POW10  # 10**0 .. 10**19, exact doubles
+POW10[:] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+            1e17, 1e18, 1e19]
+
+
+cdef Py_ssize_t short_repr(double value, char* out) noexcept:
+    """Write ``repr(value)`` to ``out`` (32 bytes) and return its length when it has at most
+    15 significant digits in fixed notation (1e-4 <= |value| < 1e15, or a zero), else 0.
+
+    Exact: for the smallest ``k`` with ``n = round(|value| * 10**k)`` below 10**15 and
+    ``n / 10**k == |value|`` (both exact doubles: one correctly rounded division), the decimal
+    ``n * 10**-k`` reads back as ``value``, and no other of at most 15 digits does (DBL_DIG is
+    15): it is the shortest, the one repr prints, and ``n`` has no trailing zero. The product
+    is within 0.3 of ``n`` whenever such a decimal exists at ``k``, so none is missed."""
+    cdef double a = fabs(value), scaled
+    cdef unsigned long long n = 0, whole
+    cdef int k, i
+    cdef char* p = out
+    if signbit(value):
+        p[0] = b'-'
+        p += 1
+    if a == 0.0:
+        memcpy(p, b"0.0", 3)
+        return p + 3 - out
+    if not (a >= 1e-4 and a < 1e15):
+        return 0
+    for k in range(20):
+        scaled = a * POW10[k]
+        if scaled >= 1e15:
+            return 0
+        n = <unsigned long long>(scaled + 0.5)
+        if <double>n / POW10[k] == a:
+            break
+    else:
+        return 0
+    whole = n // <unsigned long long>POW10[k]
+    p = write_decimal(p, whole)
+    p[0] = b'.'
+    p += 1
+    if k == 0:
+        p[0] = b'0'
+        return p + 1 - out
+    n -= whole * <unsigned long long>POW10[k]
+    for i in range(k - 1, -1, -1):  # the k fraction digits, leading zeros included
+        p[i] = <char>(48 + n % 10)
+        n //= 10
+    return p + k - out
+
+
 cdef int put_float(Buf* b, double value, int kind, Py_ssize_t index, Py_ssize_t command) except -1:
+    """Write ``repr(value)``: :func:`short_repr` when it can, else CPython's own repr."""
+    cdef char digits[32]
+    cdef Py_ssize_t n = short_repr(value, digits)
+    if n:
+        return put_bulk(b, digits, n)
     if not isfinite(value):
         raise argument_value_error(kind, index, command, NOT_FINITE)
     cdef char* text = PyOS_double_to_string(value, b'r', 0, Py_DTSF_ADD_DOT_0, NULL)
@@ -152,6 +216,9 @@ cdef int put_buffer(Buf* b, object value, int kind, Py_ssize_t index, Py_ssize_t
 cdef int put_str(Buf* b, object value, int kind, Py_ssize_t index, Py_ssize_t command) except -1:
     cdef Py_ssize_t n
     cdef const char* data
+    if PyUnicode_IS_COMPACT_ASCII(value):  # its characters are its UTF-8 bytes
+        data = <const char*>PyUnicode_DATA(value)
+        return put_sized(b, data, PyUnicode_GET_LENGTH(value), kind, index, command)
     try:
         data = PyUnicode_AsUTF8AndSize(value, &n)
     except UnicodeEncodeError:

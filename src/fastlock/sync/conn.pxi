@@ -13,6 +13,7 @@ cdef extern from "sys/socket.h" nogil:
 DEF READ_SIZE = 65536
 
 cdef object _socket_type = socket.socket
+cdef PyTypeObject* _RESPONSE_ERROR = <PyTypeObject*>ResponseError  # a C subtype check, not isinstance()
 cdef tuple _TIMEOUTS = (builtins.TimeoutError, BlockingIOError)
 
 
@@ -157,7 +158,7 @@ cdef class Connection:
         self._flush()
         reply = self._read_reply()
         self._check_drained()
-        if isinstance(reply, ResponseError):
+        if PyObject_TypeCheck(reply, _RESPONSE_ERROR):
             raise reply
         return reply
 
