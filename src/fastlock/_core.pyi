@@ -51,18 +51,36 @@ class Connection:
 @final
 class ScriptCaller:
     def __init__(
-        self, pool: Any, failed: Callable[..., Any], record: Callable[..., Any], fold_at: int
+        self,
+        pool: Any,
+        scripts: Any,
+        settings: Any,
+        with_meta: Callable[..., Any],
+        failed: Callable[..., Any],
+        record: Callable[..., Any],
+        fold_at: int,
     ) -> None: ...
-    def call(self, script: Any, keys: Any, args: Any, settings: Any, busy_timeout: float | None) -> Any: ...
+    def use(self, scripts: Any, settings: Any) -> None: ...
+    def call(
+        self, name: str, keys: Any = (), args: Any = (), *, busy_timeout: float | None = None
+    ) -> Any: ...
+    def call_script(
+        self, script: Any, keys: Any, args: Any, settings: Any, busy_timeout: float | None
+    ) -> Any: ...
 
 @final
 class SlotRouter:
     def __init__(
         self,
+        scripts: Any,
+        settings: Any,
+        with_meta: Callable[..., Any],
         slots: dict[Any, int],
         routes: list[Any],
         slot_of: Callable[[Any], int],
         route: Callable[[int], Any],
         failed: Callable[..., Any],
     ) -> None: ...
-    def call(self, script: Any, keys: Any, args: Any, settings: Any, busy_timeout: float | None) -> Any: ...
+    def call(
+        self, name: str, keys: Any = (), args: Any = (), *, busy_timeout: float | None = None
+    ) -> Any: ...

@@ -22,6 +22,7 @@ from libc.string cimport memchr, memcpy, strerror, strlen
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 
 import builtins
+import collections
 import socket
 
 import hiredis

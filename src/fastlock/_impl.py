@@ -52,26 +52,44 @@ class CoreConnection(Protocol):
 
 
 class CoreScriptCaller(Protocol):
-    """The fast path of ``Client.call`` (``ScriptCaller``): pool, EVALSHA, stats."""
-
-    def __init__(
-        self, pool: Any, failed: Callable[..., Any], record: Callable[..., Any], fold_at: int
-    ) -> None: ...
-    def call(self, script: Any, keys: Any, args: Any, settings: Any, busy_timeout: float | None) -> Any: ...
-
-
-class CoreSlotRouter(Protocol):
-    """The cluster's ``Client.call`` fast path (``SlotRouter``): slot, node, ``ScriptCaller``."""
+    """``Client.call`` itself (``ScriptCaller``): lookup, meta values, pool, EVALSHA, stats."""
 
     def __init__(
         self,
+        pool: Any,
+        scripts: Any,
+        settings: Any,
+        with_meta: Callable[..., Any],
+        failed: Callable[..., Any],
+        record: Callable[..., Any],
+        fold_at: int,
+    ) -> None: ...
+    def use(self, scripts: Any, settings: Any) -> None: ...
+    def call(
+        self, name: str, keys: Any = (), args: Any = (), *, busy_timeout: float | None = None
+    ) -> Any: ...
+    def call_script(
+        self, script: Any, keys: Any, args: Any, settings: Any, busy_timeout: float | None
+    ) -> Any: ...
+
+
+class CoreSlotRouter(Protocol):
+    """``ClusterClient.call`` (``SlotRouter``): lookup, meta values, slot, node, ``ScriptCaller``."""
+
+    def __init__(
+        self,
+        scripts: Any,
+        settings: Any,
+        with_meta: Callable[..., Any],
         slots: dict[Any, int],
         routes: list[Any],
         slot_of: Callable[[Any], int],
         route: Callable[[int], Any],
         failed: Callable[..., Any],
     ) -> None: ...
-    def call(self, script: Any, keys: Any, args: Any, settings: Any, busy_timeout: float | None) -> Any: ...
+    def call(
+        self, name: str, keys: Any = (), args: Any = (), *, busy_timeout: float | None = None
+    ) -> Any: ...
 
 
 class Core(Protocol):

@@ -2,6 +2,9 @@
 # parses the common replies itself and the rest with hiredis, bounded in size. Nothing here
 # touches a socket, a clock or a thread.
 
+cdef extern from "Python.h":
+    int list_delete "PyList_SetSlice"(object, Py_ssize_t, Py_ssize_t, void*) except -1  # items low:high
+
 cdef object _NOT_ENOUGH = object()
 NOT_ENOUGH = _NOT_ENOUGH  # what ReplyReader.gets returns while a reply is incomplete
 
@@ -227,7 +230,7 @@ cdef class ReplyReader:
             reply = self._ready[self._taken]
             self._taken += 1
             if self._taken == len(self._ready):
-                del self._ready[:]
+                list_delete(self._ready, 0, self._taken, NULL)
                 self._taken = 0
             return reply
         if self._fresh:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from time import monotonic
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
@@ -97,12 +97,12 @@ class LockQueueAccess:
 
 
 class ScriptCalls:
-    """``call`` for the standalone and the cluster clients: the script looked up and its
-    ``#meta`` values appended, then ``self._call(script, keys, args, settings, busy_timeout)``,
-    the core's fast path: a ``ScriptCaller``'s (:class:`Client`) or a ``SlotRouter``'s
-    (:class:`~fastlock.cluster.ClusterClient`)."""
+    """``call`` for the standalone and the cluster clients: ``self._call``, the core's
+    ``ScriptCaller.call`` (:class:`Client`) or ``SlotRouter.call``
+    (:class:`~fastlock.cluster.ClusterClient`), which looks the script up, appends its
+    ``#meta`` values (:meth:`_with_meta`) and runs it. :meth:`_bind_call` makes ``client.call``
+    that core method itself, with no Python frame (unless a subclass overrides ``call``)."""
 
-    _loaded: Mapping[str, Script]
     scripts: ScriptRegistry
     script_settings: ScriptSettings
     _call: Callable[..., Any]
@@ -124,16 +124,21 @@ class ScriptCalls:
         :class:`~fastlock.LuaError` when the script fails, :class:`~fastlock.ScriptBusyError`
         when the server stays busy, :class:`~fastlock.ScriptNotFoundError` for an unknown name.
         """
-        try:
-            script = self._loaded[name]
-        except KeyError:
-            script = self.scripts.get(name)
+        return self._call(name, keys, args, busy_timeout=busy_timeout)
+
+    def _bind_call(self) -> None:
+        """Make ``self.call`` be ``self._call`` (the same arguments and reply), unless the
+        class overrides :meth:`call`."""
+        if type(self).call is ScriptCalls.call:
+            vars(self)["call"] = self._call
+
+    def _with_meta(self, script: Script, args: Sequence[Any]) -> list[Any]:
+        """``args`` and the values of ``script``'s ``#meta`` fields (the server version read
+        first if needed and not known)."""
         settings = self.script_settings
-        if script.meta:
-            if settings.server_version is None and "server_version" in script.meta:
-                self.run(read_server_version(settings))
-            args = [*args, *meta_values(script, settings)]
-        return self._call(script, keys, args, settings, busy_timeout)
+        if settings.server_version is None and "server_version" in script.meta:
+            self.run(read_server_version(settings))
+        return [*args, *meta_values(script, settings)]
 
 
 class Client(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
@@ -172,11 +177,9 @@ class Client(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
     ) -> None:
         self.impl, self._core = load_core(impl)
         self.params: ConnectionParams = parse_url(url, **params)
-        self.scripts = ScriptRegistry(script_paths)
-        self._loaded = self.scripts.loaded
+        self._scripts = ScriptRegistry(script_paths)
         self._evalsha = self._core.Connection.evalsha
-        self.script_settings = ScriptSettings(busy_timeout, kill_busy_after, debug, max_history)
-        """The script-call policy (:class:`~fastlock.scripts.calling.ScriptSettings`)."""
+        self._settings = ScriptSettings(busy_timeout, kill_busy_after, debug, max_history)
         self._pool = ConnectionPool(
             self._open_and_load_scripts if warm_up else self._open,
             max_size=max_connections,
@@ -184,9 +187,16 @@ class Client(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
             health_check_interval=health_check_interval,
         )
         self._caller = self._core.ScriptCaller(
-            self._pool, self._script_failed, record_call, ScriptStats.FOLD_AT
+            self._pool,
+            self._scripts,
+            self._settings,
+            self._with_meta,
+            self._script_failed,
+            record_call,
+            ScriptStats.FOLD_AT,
         )
         self._call = self._caller.call
+        self._bind_call()
 
     @classmethod
     def from_redis(cls, redis_client: Any, **kwargs: Any) -> Client:
@@ -211,6 +221,27 @@ class Client(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
             conn.close()
             raise
         return conn
+
+    @property
+    def scripts(self) -> ScriptRegistry:
+        """The script registry (set it to share another client's)."""
+        return self._scripts
+
+    @scripts.setter
+    def scripts(self, scripts: ScriptRegistry) -> None:
+        self._scripts = scripts
+        self._caller.use(scripts, self._settings)
+
+    @property
+    def script_settings(self) -> ScriptSettings:
+        """The script-call policy (:class:`~fastlock.scripts.calling.ScriptSettings`; set it
+        to share another client's)."""
+        return self._settings
+
+    @script_settings.setter
+    def script_settings(self, settings: ScriptSettings) -> None:
+        self._settings = settings
+        self._caller.use(self._scripts, settings)
 
     @property
     def pool(self) -> ConnectionPool:
