@@ -30,9 +30,10 @@ from ..protocol.commands import refuse_connection_state
 from ..protocol.slots import SLOTS
 from ..scripts.calling import ScriptSettings, ScriptSettingsAccess, check_loaded, load_commands, register
 from ..scripts.registry import Script
-from ..sync.client import Client, LockQueueAccess, ScriptCalls
+from ..sync.client import Client, LockQueueAccess
 from ..sync.drive import drive
 from ..sync.pipeline import BoundScript, Pipeline
+from ..sync.script_calls import ScriptCalls
 from .asking import command_commands, is_redirect, script_commands, share_scripts
 from .asking import reply as asking_reply
 from .commands import CommandTable, Query

@@ -3,7 +3,8 @@
 # touches a socket, a clock or a thread.
 
 cdef extern from "Python.h":
-    int list_delete "PyList_SetSlice"(object, Py_ssize_t, Py_ssize_t, void*) except -1  # items low:high
+    PyObject* list_get "PyList_GET_ITEM"(object, Py_ssize_t)  # borrowed
+    void list_put "PyList_SET_ITEM"(object, Py_ssize_t, PyObject*)  # steals the reference
 
 cdef object _NOT_ENOUGH = object()
 NOT_ENOUGH = _NOT_ENOUGH  # what ReplyReader.gets returns while a reply is incomplete
@@ -91,8 +92,8 @@ cdef class ReplyReader:
     cdef str _error  # why the stream was refused, or None
     cdef bint _fresh  # hiredis may hold a reply: bytes came since it last had none
     cdef bint _idle  # hiredis holds nothing: no bytes, no partial reply
-    cdef list _ready  # replies parsed here, not yet returned
-    cdef Py_ssize_t _taken  # how many of them were returned
+    cdef Items _ready  # replies parsed here (those from _taken on not yet returned)
+    cdef Py_ssize_t _taken
 
     def __init__(self, long long max_length=MAX_BULK_LENGTH, long long max_elements=MAX_REPLY_ELEMENTS):
         reader = hiredis.Reader(
@@ -105,7 +106,10 @@ cdef class ReplyReader:
         self._max_elements = max_elements
         self._line = -1
         self._idle = True
-        self._ready = []
+
+    def __dealloc__(self):
+        items_clear(&self._ready)
+        PyMem_Free(self._ready.data)
 
     def feed(self, data, Py_ssize_t offset=0, Py_ssize_t length=-1):
         """Add received bytes (any buffer; ``offset``/``length`` select a slice)."""
@@ -122,7 +126,7 @@ cdef class ReplyReader:
 
     def has_data(self):
         """Whether received bytes wait to be parsed (a partial or a further reply)."""
-        return self._taken < len(self._ready) or self._line >= 0 or self._skip > 0 or self._has_data()
+        return self._taken < self._ready.len or self._line >= 0 or self._skip > 0 or self._has_data()
 
     def gets(self):
         """Return the next complete reply, or :data:`NOT_ENOUGH` when more bytes are needed."""
@@ -131,7 +135,7 @@ cdef class ReplyReader:
     cdef inline bint _pending(self):
         """``has_data()`` without a call, valid right after ``_next`` returned a reply."""
         return (
-            self._taken < len(self._ready) or self._fresh or self._line >= 0 or self._skip > 0
+            self._taken < self._ready.len or self._fresh or self._line >= 0 or self._skip > 0
             or self._error is not None
         )
 
@@ -164,7 +168,7 @@ cdef class ReplyReader:
             reply = self._item(p + at, n - at, &used, 0)
             if reply is _NOT_ENOUGH:
                 break
-            self._ready.append(reply)
+            items_push(&self._ready, reply)
             at += used
         return at
 
@@ -223,16 +227,36 @@ cdef class ReplyReader:
         used[0] = at
         return items
 
+    cdef inline object _take_ready(self):
+        """The next reply parsed here (there is one): its reference moves to the caller."""
+        cdef PyObject* item = self._ready.data[self._taken]
+        reply = <object>item
+        Py_XDECREF(item)
+        self._ready.data[self._taken] = NULL  # returned: no longer held here
+        self._taken += 1
+        if self._taken == self._ready.len:
+            self._ready.len = self._taken = 0
+        return reply
+
+    cdef Py_ssize_t _move_ready(self, list out, Py_ssize_t at) except -1:
+        """Put replies parsed here into ``out`` (a list of ``None``) from index ``at`` on,
+        while both last; return how many."""
+        cdef Py_ssize_t n = 0, room = len(out) - at
+        while self._taken < self._ready.len and n < room:
+            Py_XDECREF(list_get(out, at + n))
+            list_put(out, at + n, self._ready.data[self._taken])  # the reference moves
+            self._ready.data[self._taken] = NULL
+            self._taken += 1
+            n += 1
+        if self._taken == self._ready.len:
+            self._ready.len = self._taken = 0
+        return n
+
     cdef object _next(self):
         """The next complete reply, or ``NOT_ENOUGH``; hiredis is not asked again until
         bytes arrive once it has said it needs more or has none left."""
-        if self._taken < len(self._ready):
-            reply = self._ready[self._taken]
-            self._taken += 1
-            if self._taken == len(self._ready):
-                list_delete(self._ready, 0, self._taken, NULL)
-                self._taken = 0
-            return reply
+        if self._taken < self._ready.len:
+            return self._take_ready()
         if self._fresh:
             try:
                 reply = self._gets()

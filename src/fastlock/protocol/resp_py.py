@@ -31,6 +31,7 @@ __all__ = [
     "encode_command",
     "encode_evalsha",
     "encode_pipeline",
+    "evalsha_head",
     "put_command",
     "put_evalsha",
     "put_pipeline",
@@ -80,18 +81,33 @@ def put_command(out: list[bytes], args: tuple[Any, ...], command: int) -> None:
         out.append(b"$%d\r\n%s\r\n" % (len(data), data))
 
 
-def put_evalsha(out: list[bytes], sha: Any, keys: Iterable[Any], args: Iterable[Any]) -> None:
+def evalsha_head(sha: Any, command: int = -1) -> bytes:
+    """The static part of a script's EVALSHA: the command name and ``sha``, encoded."""
+    data = _arg(sha, 0, 1, command)
+    return b"$7\r\nEVALSHA\r\n$%d\r\n%s\r\n" % (len(data), data)
+
+
+def put_evalsha(
+    out: list[bytes],
+    sha: Any,
+    keys: Iterable[Any],
+    args: Iterable[Any],
+    head: bytes | None = None,
+    command: int = -1,
+) -> None:
+    """``EVALSHA sha len(keys) *keys *args`` (``head``: :func:`evalsha_head`, when known);
+    ``command`` is the call's index in a pipeline (for the errors), or -1."""
     keys = keys if type(keys) in (tuple, list) else tuple(keys)
     args = args if type(args) in (tuple, list) else tuple(args)
-    sha_bytes = _arg(sha, 0, 1, -1)
+    if head is None:
+        head = evalsha_head(sha, command)
     numkeys = b"%d" % len(keys)  # type: ignore[arg-type]
     out.append(
-        b"*%d\r\n$7\r\nEVALSHA\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n"
-        % (3 + len(keys) + len(args), len(sha_bytes), sha_bytes, len(numkeys), numkeys)  # type: ignore[arg-type]
+        b"*%d\r\n%s$%d\r\n%s\r\n" % (3 + len(keys) + len(args), head, len(numkeys), numkeys)  # type: ignore[arg-type]
     )
     for kind, values in ((1, keys), (2, args)):
         for i, value in enumerate(values):
-            data = _arg(value, kind, i, -1)
+            data = _arg(value, kind, i, command)
             out.append(b"$%d\r\n%s\r\n" % (len(data), data))
 
 

@@ -2,12 +2,41 @@
 # buffer (``Buf`` and the ``put_*`` functions, the ``encode_*`` entry points). Nothing here
 # touches a socket, a clock or a thread.
 
+cdef extern from *:
+    """
+    #include <string.h>
+    /* memcpy of a few bytes without a call: overlapping fixed-size copies, reading only the
+       n bytes at src. */
+    static inline void fl_copy(char *dst, const char *src, Py_ssize_t n) {
+        if (n > 32) {
+            memcpy(dst, src, (size_t)n);
+        } else if (n >= 16) {
+            char a[16], b[16];
+            memcpy(a, src, 16); memcpy(b, src + n - 16, 16);
+            memcpy(dst, a, 16); memcpy(dst + n - 16, b, 16);
+        } else if (n >= 8) {
+            char a[8], b[8];
+            memcpy(a, src, 8); memcpy(b, src + n - 8, 8);
+            memcpy(dst, a, 8); memcpy(dst + n - 8, b, 8);
+        } else if (n >= 4) {
+            char a[4], b[4];
+            memcpy(a, src, 4); memcpy(b, src + n - 4, 4);
+            memcpy(dst, a, 4); memcpy(dst + n - 4, b, 4);
+        } else if (n > 0) {  /* 1 to 3 bytes: the first, the middle and the last */
+            dst[0] = src[0]; dst[n / 2] = src[n / 2]; dst[n - 1] = src[n - 1];
+        }
+    }
+    """
+    void fl_copy(char* dst, const char* src, Py_ssize_t n) noexcept
+
+
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object, Py_ssize_t*) except NULL
     long long PyLong_AsLongLongAndOverflow(object, int*) except? -1
     bint PyUnicode_IS_COMPACT_ASCII(object)
     void* PyUnicode_DATA(object)
     Py_ssize_t PyUnicode_GET_LENGTH(object)
+    double PyFloat_AS_DOUBLE(object)
     char* PyOS_double_to_string(double, char, int, int, int*) except NULL
     int Py_DTSF_ADD_DOT_0
 
@@ -55,25 +84,6 @@ cdef inline int buf_reserve(Buf* b, Py_ssize_t extra) except -1:
     return 0
 
 
-cdef inline char* write_decimal(char* p, unsigned long long u) noexcept:
-    """Write ``u`` in decimal at ``p`` (room for 20 digits); return the end."""
-    cdef char tmp[20]
-    cdef int i = 20
-    if u < 10:  # the common header lengths: one or two digits, no loop
-        p[0] = <char>(48 + u)
-        return p + 1
-    if u < 100:
-        p[0] = <char>(48 + u // 10)
-        p[1] = <char>(48 + u % 10)
-        return p + 2
-    while u:
-        i -= 1
-        tmp[i] = <char>(48 + u % 10)
-        u //= 10
-    memcpy(p, tmp + i, 20 - i)
-    return p + 20 - i
-
-
 cdef inline int put_header(Buf* b, char kind, Py_ssize_t n) except -1:
     """Write ``*n\\r\\n`` or ``$n\\r\\n`` (``n`` >= 0)."""
     buf_reserve(b, 23)
@@ -96,7 +106,7 @@ cdef inline int put_bulk(Buf* b, const char* data, Py_ssize_t n) except -1:
     p = write_decimal(p + 1, <unsigned long long>n)
     p[0] = 13
     p[1] = 10
-    memcpy(p + 2, data, n)
+    fl_copy(p + 2, data, n)
     p[n + 2] = 13
     p[n + 3] = 10
     b.len = p + n + 4 - b.data
@@ -116,13 +126,7 @@ cdef int put_sized(
 cdef int put_integer(Buf* b, long long value) except -1:
     """Write a 64-bit integer as a decimal bulk string."""
     cdef char digits[21]
-    cdef char* end
-    if value < 0:
-        digits[0] = b'-'
-        end = write_decimal(digits + 1, <unsigned long long>0 - <unsigned long long>value)
-    else:
-        end = write_decimal(digits, <unsigned long long>value)
-    return put_bulk(b, digits, end - digits)
+    return put_bulk(b, digits, write_integer(digits, value) - digits)
 
 
 cdef int put_long(Buf* b, object value) except -1:
@@ -133,55 +137,6 @@ cdef int put_long(Buf* b, object value) except -1:
         text = (b"%d" % value)
         return put_bulk(b, PyBytes_AS_STRING(text), PyBytes_GET_SIZE(text))
     return put_integer(b, v)
-
-
-cdef double[20] POW10  # 10**0 .. 10**19, exact doubles
-POW10[:] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
-            1e17, 1e18, 1e19]
-
-
-cdef Py_ssize_t short_repr(double value, char* out) noexcept:
-    """Write ``repr(value)`` to ``out`` (32 bytes) and return its length when it has at most
-    15 significant digits in fixed notation (1e-4 <= |value| < 1e15, or a zero), else 0.
-
-    Exact: for the smallest ``k`` with ``n = round(|value| * 10**k)`` below 10**15 and
-    ``n / 10**k == |value|`` (both exact doubles: one correctly rounded division), the decimal
-    ``n * 10**-k`` reads back as ``value``, and no other of at most 15 digits does (DBL_DIG is
-    15): it is the shortest, the one repr prints, and ``n`` has no trailing zero. The product
-    is within 0.3 of ``n`` whenever such a decimal exists at ``k``, so none is missed."""
-    cdef double a = fabs(value), scaled
-    cdef unsigned long long n = 0, whole
-    cdef int k, i
-    cdef char* p = out
-    if signbit(value):
-        p[0] = b'-'
-        p += 1
-    if a == 0.0:
-        memcpy(p, b"0.0", 3)
-        return p + 3 - out
-    if not (a >= 1e-4 and a < 1e15):
-        return 0
-    for k in range(20):
-        scaled = a * POW10[k]
-        if scaled >= 1e15:
-            return 0
-        n = <unsigned long long>(scaled + 0.5)
-        if <double>n / POW10[k] == a:
-            break
-    else:
-        return 0
-    whole = n // <unsigned long long>POW10[k]
-    p = write_decimal(p, whole)
-    p[0] = b'.'
-    p += 1
-    if k == 0:
-        p[0] = b'0'
-        return p + 1 - out
-    n -= whole * <unsigned long long>POW10[k]
-    for i in range(k - 1, -1, -1):  # the k fraction digits, leading zeros included
-        p[i] = <char>(48 + n % 10)
-        n //= 10
-    return p + k - out
 
 
 cdef int put_float(Buf* b, double value, int kind, Py_ssize_t index, Py_ssize_t command) except -1:
@@ -227,20 +182,45 @@ cdef int put_str(Buf* b, object value, int kind, Py_ssize_t index, Py_ssize_t co
 
 
 cdef int put_arg(Buf* b, object value, int kind, Py_ssize_t index, Py_ssize_t command) except -1:
-    """Normalise one argument and write it as a bulk string (the rules in README)."""
-    cdef type t = type(value)
-    if t is bytes:
-        return put_sized(b, PyBytes_AS_STRING(value), PyBytes_GET_SIZE(value), kind, index, command)
-    if t is str:
-        return put_str(b, value, kind, index, command)
-    if t is int:
-        return put_long(b, value)
-    if t is float:
-        return put_float(b, value, kind, index, command)
-    if value is True:
-        return put_bulk(b, b"1", 1)
-    if value is False or value is None:
-        return put_bulk(b, b"0", 1)
+    """Normalise one argument and write it as a bulk string (the rules in README): the exact
+    common types here, in one piece, the rest by :func:`put_other`."""
+    cdef const char* data
+    cdef Py_ssize_t n
+    cdef char digits[32]
+    cdef int overflow = 0
+    cdef long long v
+    if type(value) is str and PyUnicode_IS_COMPACT_ASCII(value):  # its characters are its UTF-8
+        data = <const char*>PyUnicode_DATA(value)
+        n = PyUnicode_GET_LENGTH(value)
+        if n > MAX_BULK_LENGTH:
+            raise argument_value_error(kind, index, command, too_long(n))
+    elif type(value) is bytes:
+        data = PyBytes_AS_STRING(value)
+        n = PyBytes_GET_SIZE(value)
+        if n > MAX_BULK_LENGTH:
+            raise argument_value_error(kind, index, command, too_long(n))
+    elif type(value) is int:
+        v = PyLong_AsLongLongAndOverflow(value, &overflow)
+        if overflow:
+            return put_long(b, value)
+        data = digits
+        n = write_integer(digits, v) - digits
+    elif type(value) is float:
+        data = digits
+        n = short_repr(PyFloat_AS_DOUBLE(value), digits)
+        if n == 0:
+            return put_float(b, PyFloat_AS_DOUBLE(value), kind, index, command)
+    elif value is True:
+        data, n = b"1", 1
+    elif value is False or value is None:
+        data, n = b"0", 1
+    else:
+        return put_other(b, value, kind, index, command)
+    return put_bulk(b, data, n)
+
+
+cdef int put_other(Buf* b, object value, int kind, Py_ssize_t index, Py_ssize_t command) except -1:
+    """:func:`put_arg` of the other values: subclasses, buffers, non-ASCII str, refusals."""
     if isinstance(value, (bytes, bytearray, memoryview)):
         return put_buffer(b, value, kind, index, command)
     if isinstance(value, str):
@@ -262,9 +242,20 @@ cdef int put_command(Buf* b, tuple args, Py_ssize_t command) except -1:
     return 0
 
 
-cdef int put_evalsha(Buf* b, object sha, object keys, object args, bytes head) except -1:
+cdef inline object seq_item(object seq, Py_ssize_t i):
+    """``seq[i]`` of a tuple or a list, ``i`` >= 0 (bounds checked: a list may have shrunk
+    since its length was read)."""
+    if type(seq) is tuple:
+        return <object>PyTuple_GET_ITEM(seq, i)
+    if i < PyList_GET_SIZE(seq):
+        return <object>PyList_GET_ITEM(seq, i)
+    raise IndexError("list index out of range")
+
+
+cdef int put_evalsha(Buf* b, object sha, object keys, object args, bytes head, Py_ssize_t command) except -1:
     """``EVALSHA sha len(keys) *keys *args``; ``head``, when not None, is the command name and
-    the sha already encoded (:func:`evalsha_head`), copied instead of ``sha``."""
+    the sha already encoded (:func:`evalsha_head`), copied instead of ``sha``; ``command`` is
+    the call's index in a pipeline (for the errors), or -1."""
     cdef Py_ssize_t i
     if type(keys) is not tuple and type(keys) is not list:
         keys = tuple(keys)
@@ -274,7 +265,7 @@ cdef int put_evalsha(Buf* b, object sha, object keys, object args, bytes head) e
     put_header(b, b'*', 3 + nk + na)
     if head is None:
         put_bulk(b, b"EVALSHA", 7)
-        put_arg(b, sha, 0, 1, -1)
+        put_arg(b, sha, 0, 1, command)
     else:
         n = PyBytes_GET_SIZE(head)
         buf_reserve(b, n)
@@ -282,9 +273,9 @@ cdef int put_evalsha(Buf* b, object sha, object keys, object args, bytes head) e
         b.len += n
     put_integer(b, nk)
     for i in range(nk):
-        put_arg(b, keys[i], 1, i, -1)
+        put_arg(b, seq_item(keys, i), 1, i, command)
     for i in range(na):
-        put_arg(b, args[i], 2, i, -1)
+        put_arg(b, seq_item(args, i), 2, i, command)
     return 0
 
 
@@ -328,7 +319,7 @@ def encode_evalsha(sha, keys, args):
     cdef Buf b
     buf_init(&b, 256)
     try:
-        put_evalsha(&b, sha, keys, args, None)
+        put_evalsha(&b, sha, keys, args, None, -1)
         return take(&b)
     finally:
         PyMem_Free(b.data)

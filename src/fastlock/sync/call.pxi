@@ -21,13 +21,15 @@ cdef class _Entry:
     name and sha, encoded), its stats' pending durations (the same list for the script's
     life) and whether it declares ``#meta`` fields."""
 
+    cdef object name  # the name it was looked up by
     cdef object script
     cdef object sha
     cdef bytes head
     cdef list durations
     cdef bint meta
 
-    def __init__(self, script):
+    def __init__(self, name, script):
+        self.name = name
         self.script = script
         self.sha = script.sha
         self.head = evalsha_head(self.sha)
@@ -39,12 +41,14 @@ cdef class _Entry:
 cdef class _Scripts:
     """The scripts a caller runs by name: ``registry`` (a ``ScriptRegistry``, whose names
     never change script), ``settings`` (``ScriptSettings``), ``with_meta(script, args)``
-    (``args`` with the script's ``#meta`` values), and an ``_Entry`` per name called."""
+    (``args`` with the script's ``#meta`` values), and an ``_Entry`` per name called, the
+    last one found first (a name is usually the same str object call after call)."""
 
     cdef object registry
     cdef object settings
     cdef object with_meta
     cdef dict entries
+    cdef _Entry last
 
     def __init__(self, registry, settings, with_meta):
         self.registry = registry
@@ -53,16 +57,20 @@ cdef class _Scripts:
         self.entries = {}
 
     cdef _Entry named(self, name):
+        cdef _Entry last = self.last
+        if last is not None and last.name is name:
+            return last
         entry = self.entries.get(name)
         if entry is None:
-            entry = self.entries[name] = _Entry(self.registry.get(name))
+            entry = self.entries[name] = _Entry(name, self.registry.get(name))
+        self.last = <_Entry>entry
         return <_Entry>entry
 
     cdef _Entry of(self, script):
         """The entry of a script object (another registry's: a fresh one)."""
         entry = self.entries.get(script.name)
         if entry is None or (<_Entry>entry).script is not script:
-            return _Entry(script)
+            return _Entry(script.name, script)
         return <_Entry>entry
 
 

@@ -37,7 +37,6 @@ from ..scripts.calling import (
     ScriptSettingsAccess,
     check_loaded,
     load_commands,
-    meta_values,
     read_server_version,
     record_call,
     record_failure,
@@ -49,6 +48,7 @@ from .connect import open_connection, set_io_timeout
 from .drive import drive
 from .pipeline import BoundScript, Pipeline
 from .pool import ConnectionPool
+from .script_calls import ScriptCalls
 
 __all__ = [
     "BLOCKING_MARGIN",
@@ -57,7 +57,6 @@ __all__ = [
     "Client",
     "LockQueueAccess",
     "Pipeline",
-    "ScriptCalls",
 ]
 
 T = TypeVar("T")
@@ -94,51 +93,6 @@ class LockQueueAccess:
         ``job_id``, ``on_conflict``) are typed by :class:`~fastlock.locks.options.LockOptions`
         and each checked before use."""
         return self.locks.lock(name, digest=digest, queue=queue, args=args, **options)
-
-
-class ScriptCalls:
-    """``call`` for the standalone and the cluster clients: ``self._call``, the core's
-    ``ScriptCaller.call`` (:class:`Client`) or ``SlotRouter.call``
-    (:class:`~fastlock.cluster.ClusterClient`), which looks the script up, appends its
-    ``#meta`` values (:meth:`_with_meta`) and runs it. :meth:`_bind_call` makes ``client.call``
-    that core method itself, with no Python frame (unless a subclass overrides ``call``)."""
-
-    scripts: ScriptRegistry
-    script_settings: ScriptSettings
-    _call: Callable[..., Any]
-
-    def run(self, operation: Operation[T]) -> T:
-        raise NotImplementedError
-
-    def call(
-        self,
-        name: str,
-        keys: Sequence[Any] = (),
-        args: Sequence[Any] = (),
-        *,
-        busy_timeout: float | None = None,
-    ) -> Any:
-        """Run script ``name`` with ``keys`` and ``args`` and return its reply.
-
-        ``busy_timeout`` overrides the client's for this call. Raises a
-        :class:`~fastlock.LuaError` when the script fails, :class:`~fastlock.ScriptBusyError`
-        when the server stays busy, :class:`~fastlock.ScriptNotFoundError` for an unknown name.
-        """
-        return self._call(name, keys, args, busy_timeout=busy_timeout)
-
-    def _bind_call(self) -> None:
-        """Make ``self.call`` be ``self._call`` (the same arguments and reply), unless the
-        class overrides :meth:`call`."""
-        if type(self).call is ScriptCalls.call:
-            vars(self)["call"] = self._call
-
-    def _with_meta(self, script: Script, args: Sequence[Any]) -> list[Any]:
-        """``args`` and the values of ``script``'s ``#meta`` fields (the server version read
-        first if needed and not known)."""
-        settings = self.script_settings
-        if settings.server_version is None and "server_version" in script.meta:
-            self.run(read_server_version(settings))
-        return [*args, *meta_values(script, settings)]
 
 
 class Client(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
@@ -318,8 +272,12 @@ class Client(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
         return self._run(self._core.Connection.evalsha, sha, keys, args)
 
     def pipeline(self) -> Pipeline:
-        """Collect commands and send them in one write."""
-        return Pipeline(self)
+        """Collect commands and script calls and send them in one write."""
+        return Pipeline(self, functools.partial(self._core.Batch, self._caller), self._send_batch)
+
+    def _send_batch(self, batch: Any) -> list[Any]:
+        replies: list[Any] = self._run(self._core.Connection.send_batch, batch)
+        return replies
 
     def execute_many(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
         """Send ``commands`` (each refused like in :meth:`execute`) in one write and return
