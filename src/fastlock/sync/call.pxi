@@ -140,7 +140,7 @@ cdef class ScriptCaller:
         except BaseException as exc:  # recovered or re-raised by failed()
             result = self._failed(conn, exc, entry.script, keys, args, start, busy_timeout)
         else:
-            if conn.broken or pool._closed or conn.generation != pool._generation:
+            if conn.broken or conn.generation != pool._generation:  # closed: a new generation
                 pool.put(conn)
             else:
                 _append(self._idle, conn)
