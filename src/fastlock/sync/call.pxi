@@ -173,6 +173,7 @@ cdef class SlotRouter:
     cdef object _slot_of
     cdef object _route
     cdef object _failed
+    cdef tuple _last  # (key, slot) of the last first key looked up: a key's slot never changes
 
     def __init__(self, scripts, settings, with_meta, dict slots, list routes, slot_of, route, failed):
         self._scripts = _Scripts(scripts, settings, with_meta)
@@ -186,14 +187,9 @@ cdef class SlotRouter:
         """Run script ``name`` with ``keys`` and ``args`` (see ``Client.call``)."""
         cdef _Scripts scripts = self._scripts
         cdef _Entry entry = scripts.named(name)
-        cdef object found = None
         if entry.meta:
             args = scripts.with_meta(entry.script, args)
-        if keys:
-            found = self._slots.get(keys[0])
-        if found is None:
-            found = self._slot_of(keys)
-        cdef Py_ssize_t slot = found
+        cdef Py_ssize_t slot = self._slot(keys)
         caller = self._routes[slot]
         if caller is None:
             caller = self._route(slot)
@@ -202,3 +198,21 @@ cdef class SlotRouter:
             return (<ScriptCaller?>caller)._run(entry, keys, args, settings, busy_timeout)
         except (ResponseError, ConnectionError) as exc:
             return self._failed(exc, slot, entry.script, keys, args, settings, busy_timeout)
+
+    cdef Py_ssize_t _slot(self, keys) except -1:
+        if type(keys) is tuple or type(keys) is list:
+            if not len(keys):
+                return self._slot_of(keys)
+            first = seq_item(keys, 0)
+        elif keys:
+            first = keys[0]
+        else:
+            return self._slot_of(keys)
+        last = self._last
+        if last is not None and last[0] is first:
+            return last[1]
+        found = self._slots.get(first)
+        if found is None:
+            found = self._slot_of(keys)
+        self._last = (first, found)
+        return found
