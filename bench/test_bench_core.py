@@ -1,6 +1,7 @@
-"""Core benchmarks: encoding a 3-key/5-arg EVALSHA, and one EVALSHA round trip, against
-hiredis, redis-py, a raw socket + hiredis floor and the C ``redis-benchmark`` floor; and
-the perf gate's interleaved pairs of them (``test_gate_*``, see ``bench/gate.py``)."""
+"""Core benchmarks: encoding a 3-key/5-arg EVALSHA, one EVALSHA round trip and a pipeline of 64
+script calls, against hiredis, redis-py, a raw socket + hiredis floor and the C
+``redis-benchmark`` floors (``-P 1``, ``-P 64``); and the perf gate's interleaved pairs of them
+(``test_gate_*``, see ``bench/gate.py``)."""
 
 from __future__ import annotations
 
