@@ -72,13 +72,23 @@ def _arg(value: Any, kind: int, index: int, command: int) -> bytes:
     return data
 
 
+_HEADS = [b"$%d\r\n" % n for n in range(128)]
+"""The bulk headers of the usual argument lengths, formatted once."""
+
+
+def _put_bulks(out: list[bytes], values: Iterable[Any], kind: int, command: int) -> None:
+    """Each of ``values`` as a bulk string (``kind`` and ``command`` for the errors)."""
+    for i, value in enumerate(values):
+        data = _arg(value, kind, i, command)
+        n = len(data)
+        out += (_HEADS[n] if n < 128 else b"$%d\r\n" % n, data, b"\r\n")
+
+
 def put_command(out: list[bytes], args: tuple[Any, ...], command: int) -> None:
     if not args:
         raise ValueError("a command needs at least its name")
     out.append(b"*%d\r\n" % len(args))
-    for i, value in enumerate(args):
-        data = _arg(value, 0, i, command)
-        out.append(b"$%d\r\n%s\r\n" % (len(data), data))
+    _put_bulks(out, args, 0, command)
 
 
 def evalsha_head(sha: Any, command: int = -1) -> bytes:
@@ -105,10 +115,8 @@ def put_evalsha(
     out.append(
         b"*%d\r\n%s$%d\r\n%s\r\n" % (3 + len(keys) + len(args), head, len(numkeys), numkeys)  # type: ignore[arg-type]
     )
-    for kind, values in ((1, keys), (2, args)):
-        for i, value in enumerate(values):
-            data = _arg(value, kind, i, command)
-            out.append(b"$%d\r\n%s\r\n" % (len(data), data))
+    _put_bulks(out, keys, 1, command)
+    _put_bulks(out, args, 2, command)
 
 
 def put_pipeline(out: list[bytes], commands: Iterable[tuple[Any, ...]]) -> None:
