@@ -1,6 +1,6 @@
 """Build the Cython core: one extension, ``fastlock._core``, from ``src/fastlock/_core.pyx``,
-which includes ``protocol/writer.pxi``, ``protocol/reader.pxi`` and ``sync/conn.pxi``
-(shipped in the sdist and the wheel beside it). ``FASTLOCK_NO_EXTENSIONS=1`` installs the
+which includes the ``.pxi`` parts of ``protocol/`` and ``sync/`` (shipped in the sdist and the
+wheel beside it). ``FASTLOCK_NO_EXTENSIONS=1`` installs the
 pure-Python core only; ``FASTLOCK_DEBUG=1`` builds with invariant checks
 (``fastlock._core.DEBUG``: write-buffer bounds, nothing unsent or unread between commands; a
 broken one raises AssertionError), line tracing and an annotated HTML file.

@@ -62,6 +62,7 @@ INSTRUCTION_PATHS = {
     "lock lifecycle: fastlock cython, until_executed": "lock lifecycle: until_executed",
     "queue: cython, unbatched": "job: unbatched",
     "queue: cython, batches of 100": "job: batches of 100",
+    "pipeline: fastlock cython, 64 script calls": "pipeline of 64 script calls: cython core",
 }
 """Benchmarks whose client instructions per op the summary shows (this toolchain's budgets in
 budgets.toml, measured by bench/instructions.py)."""

@@ -1,6 +1,7 @@
-"""Core benchmarks: encoding a 3-key/5-arg EVALSHA, and one EVALSHA round trip, against
-hiredis, redis-py, a raw socket + hiredis floor and the C ``redis-benchmark`` floor; and
-the perf gate's interleaved pairs of them (``test_gate_*``, see ``bench/gate.py``)."""
+"""Core benchmarks: encoding a 3-key/5-arg EVALSHA, one EVALSHA round trip and a pipeline of 64
+script calls, against hiredis, redis-py, a raw socket + hiredis floor and the C
+``redis-benchmark`` floors (``-P 1``, ``-P 64``); and the perf gate's interleaved pairs of them
+(``test_gate_*``, see ``bench/gate.py``)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import Any
 
 import hiredis
 import pytest
+from aio_bench import pipelined_floor
 from conftest import CLIENT_CPU, FloorRun
 from gate import PairResult, Side, c_floor_side, loop_side
 from instructions import hiredis_command, raw_socket_hiredis
@@ -96,32 +98,58 @@ def test_evalsha_round_trip(measure: Callable[..., Figures], server_url: str, cl
 
 
 PIPELINE = 64
+PIPELINE_OPS, GATE_PIPELINE_OPS, GATE_PIPELINED_FLOOR_REQUESTS = 300, 100, 64 * 1_000
 
 
 def _pipeline(client: fastlock.Client) -> Callable[[], Any]:
-    """``PIPELINE`` reference EVALSHAs in one ``Client.pipeline()`` write."""
-    sha = client.register_script(SCRIPT).sha
-    client.call(client.register_script(SCRIPT).name, KEYS, ARGS)  # loaded: EVALSHA finds it
+    """``PIPELINE`` calls of the reference script in one ``Client.pipeline()`` write (``pipe.call``,
+    the fastest public way: each call encoded as it is queued, no Python frame)."""
+    name = client.register_script(SCRIPT).name
+    client.call(name, KEYS, ARGS)  # loaded: EVALSHA finds it
 
     def run() -> Any:
         with client.pipeline() as pipe:
             for _ in range(PIPELINE):
-                pipe.execute_command("EVALSHA", sha, len(KEYS), *KEYS, *ARGS)
+                pipe.call(name, KEYS, ARGS)
             return pipe.execute()
 
     return run
 
 
 def test_pipeline(measure: Callable[..., Figures], server_url: str) -> None:
-    """``Client.pipeline()`` of 64 EVALSHAs per op, against the same bytes from C."""
+    """``Client.pipeline()`` of 64 script calls per op, against the same bytes from C."""
     _cython_core()
     client = fastlock.Client(server_url)
     run = _pipeline(client)
     assert run() == [1] * PIPELINE
     figures = measure(
-        f"pipeline: fastlock cython, {PIPELINE} EVALSHAs", run, ops=300, cost=client, same_bytes=_pipeline
+        f"pipeline: fastlock cython, {PIPELINE} script calls",
+        run,
+        ops=PIPELINE_OPS,
+        cost=client,
+        same_bytes=_pipeline,
     )
     assert (figures.commands_per_op, figures.round_trips_per_op) == (PIPELINE, 1)
+
+
+def test_gate_pipeline_vs_pipelined_floor(
+    gate: Callable[[str, Side, Side], PairResult], server_url: str
+) -> None:
+    """Per script call, ``Client.pipeline()`` of 64 against ``redis-benchmark -c 1 -P 64``
+    sending the same EVALSHA, interleaved."""
+    _cython_core()
+    floor = pipelined_floor(server_url, CLIENT_CPU, GATE_PIPELINED_FLOOR_REQUESTS, PIPELINE)
+    if floor is None:
+        pytest.skip("redis-benchmark/valkey-benchmark not on PATH: pipeline_vs_c_pipelined not measured")
+    client = fastlock.Client(server_url)
+    client.execute("SCRIPT", "LOAD", SCRIPT)  # the floor's script: the body as written, no guard
+    run = _pipeline(client)
+    pipelines = loop_side("fastlock cython", run, GATE_PIPELINE_OPS)
+    gate(
+        "pipeline_vs_c_pipelined",
+        Side(f"fastlock cython, {PIPELINE} per pipeline", lambda: pipelines.run_round() / PIPELINE),
+        floor,
+    )
 
 
 def test_c_floor(benchmark: Any, floor: FloorRun) -> None:

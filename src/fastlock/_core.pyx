@@ -1,10 +1,12 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 # cython: autotestdict=False, auto_pickle=False
-"""The Cython core, one extension built from its parts: ``protocol/writer.pxi`` (the RESP
-writer into one growable C buffer) and ``protocol/reader.pxi`` (the incremental reply
-reader), both sans I/O; ``sync/conn.pxi`` (the blocking connection doing one ``send`` and
-one ``recv`` per command) and ``sync/call.pxi`` (the fast path of ``Client.call``: pool,
-EVALSHA, stats). Included, not imported, so calls between the parts are direct C calls.
+"""The Cython core, one extension built from its parts, sans I/O: ``protocol/numbers.pxi``
+(numbers as text), ``protocol/writer.pxi`` (the RESP writer into one growable C buffer) and
+``protocol/reader.pxi`` (the incremental reply reader); then ``sync/conn.pxi`` (the blocking
+connection doing one ``send`` and one ``recv`` per command), ``sync/call.pxi``
+(``Client.call`` itself: the script, pool, EVALSHA, stats) and ``sync/batch.pxi`` (a
+pipeline's queue, encoded as it is queued). Included, not imported, so calls between the
+parts are direct C calls.
 
 ``_core_py.py`` is the pure-Python twin with the same API and the same bytes.
 """
@@ -14,13 +16,18 @@ from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytearray cimport PyByteArray_AS_STRING
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.exc cimport PyErr_CheckSignals
+from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
+from cpython.object cimport PyObject, PyObject_TypeCheck, PyTypeObject
+from cpython.ref cimport Py_INCREF, Py_XDECREF
+from cpython.tuple cimport PyTuple_GET_ITEM
 from libc.errno cimport EAGAIN, EINTR, errno
-from libc.math cimport isfinite
+from libc.math cimport fabs, isfinite, signbit
 from libc.string cimport memchr, memcpy, strerror, strlen
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 
 import builtins
+import collections
 import socket
 
 import hiredis
@@ -32,8 +39,8 @@ from .protocol.arguments import argument_type_error, argument_value_error, reply
 from .protocol.replies import response_error
 
 __all__ = [
-    "DEBUG", "NOT_ENOUGH", "Connection", "ReplyReader", "ScriptCaller", "SlotRouter", "encode_command",
-    "encode_evalsha", "encode_pipeline",
+    "DEBUG", "NOT_ENOUGH", "Batch", "Connection", "ReplyReader", "ScriptCaller", "SlotRouter",
+    "encode_command", "encode_evalsha", "encode_pipeline",
 ]
 
 cdef extern from *:
@@ -66,10 +73,44 @@ cdef int invariant(bint holds, str what) except -1:
     return 0
 
 
+cdef struct Items:
+    PyObject** data  # owned references
+    Py_ssize_t len
+    Py_ssize_t cap
+
+
+cdef int items_push(Items* a, object value) except -1:
+    """Append a reference to ``value``; the capacity doubles when full and is kept."""
+    cdef PyObject** data
+    if a.len == a.cap:
+        data = <PyObject**>PyMem_Realloc(a.data, (a.cap * 2 + 16) * sizeof(PyObject*))
+        if data == NULL:
+            raise MemoryError()
+        a.data = data
+        a.cap = a.cap * 2 + 16
+    Py_INCREF(value)
+    a.data[a.len] = <PyObject*>value
+    a.len += 1
+    return 0
+
+
+cdef void items_clear(Items* a) noexcept:
+    """Drop every reference (NULL: none), the last first (a destructor run meanwhile may
+    even push)."""
+    while a.len > 0:
+        a.len -= 1
+        Py_XDECREF(a.data[a.len])
+
+
+cdef class Batch  # sync/batch.pxi, sent by Connection.send_batch
+
+
+include "protocol/numbers.pxi"
 include "protocol/writer.pxi"
 include "protocol/reader.pxi"
 include "sync/conn.pxi"
 include "sync/call.pxi"
+include "sync/batch.pxi"
 include "digest.pxi"
 include "locks/keys.pxi"
 include "queues/jobs.pxi"

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 __all__ = [
     "IMPLEMENTATIONS",
     "Core",
+    "CoreBatch",
     "CoreConnection",
     "CoreReader",
     "CoreScriptCaller",
@@ -49,29 +50,60 @@ class CoreConnection(Protocol):
     def execute(self, args: tuple[Any, ...]) -> Any: ...
     def evalsha(self, sha: str | bytes, keys: Iterable[Any], args: Iterable[Any]) -> Any: ...
     def pipeline(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]: ...
+    def send_batch(self, batch: Any) -> list[Any]: ...
 
 
 class CoreScriptCaller(Protocol):
-    """The fast path of ``Client.call`` (``ScriptCaller``): pool, EVALSHA, stats."""
-
-    def __init__(
-        self, pool: Any, failed: Callable[..., Any], record: Callable[..., Any], fold_at: int
-    ) -> None: ...
-    def call(self, script: Any, keys: Any, args: Any, settings: Any, busy_timeout: float | None) -> Any: ...
-
-
-class CoreSlotRouter(Protocol):
-    """The cluster's ``Client.call`` fast path (``SlotRouter``): slot, node, ``ScriptCaller``."""
+    """``Client.call`` itself (``ScriptCaller``): lookup, meta values, pool, EVALSHA, stats."""
 
     def __init__(
         self,
+        pool: Any,
+        scripts: Any,
+        settings: Any,
+        with_meta: Callable[..., Any],
+        failed: Callable[..., Any],
+        record: Callable[..., Any],
+        fold_at: int,
+    ) -> None: ...
+    def use(self, scripts: Any, settings: Any) -> None: ...
+    def call(
+        self, name: str, keys: Any = (), args: Any = (), *, busy_timeout: float | None = None
+    ) -> Any: ...
+    def call_script(
+        self, script: Any, keys: Any, args: Any, settings: Any, busy_timeout: float | None
+    ) -> Any: ...
+
+
+class CoreSlotRouter(Protocol):
+    """``ClusterClient.call`` (``SlotRouter``): lookup, meta values, slot, node, ``ScriptCaller``."""
+
+    def __init__(
+        self,
+        scripts: Any,
+        settings: Any,
+        with_meta: Callable[..., Any],
         slots: dict[Any, int],
         routes: list[Any],
         slot_of: Callable[[Any], int],
         route: Callable[[int], Any],
         failed: Callable[..., Any],
     ) -> None: ...
-    def call(self, script: Any, keys: Any, args: Any, settings: Any, busy_timeout: float | None) -> Any: ...
+    def call(
+        self, name: str, keys: Any = (), args: Any = (), *, busy_timeout: float | None = None
+    ) -> Any: ...
+
+
+class CoreBatch(Protocol):
+    """A pipeline's queue (``Batch``): commands and script calls encoded as they are queued."""
+
+    def __init__(self, caller: Any, owner: Any) -> None: ...
+    def __len__(self) -> int: ...
+    def call(self, name: str, keys: Any = (), args: Any = ()) -> Any: ...
+    def command(self, args: tuple[Any, ...]) -> Any: ...
+    def call_at(self, i: int) -> tuple[Any, Any, Any] | None: ...
+    def errors(self, replies: list[Any]) -> list[int]: ...
+    def clear(self) -> None: ...
 
 
 class Core(Protocol):
@@ -81,6 +113,8 @@ class Core(Protocol):
     def DEBUG(self) -> bool: ...
     @property
     def NOT_ENOUGH(self) -> Any: ...
+    @property
+    def Batch(self) -> type[CoreBatch]: ...
     @property
     def Connection(self) -> type[CoreConnection]: ...
     @property
@@ -103,6 +137,7 @@ if TYPE_CHECKING:  # mypy checks both cores against the interface (a module's cl
     _READERS: tuple[type[CoreReader], ...] = (_cython.ReplyReader, _python.ReplyReader)
     _CALLERS: tuple[type[CoreScriptCaller], ...] = (_cython.ScriptCaller, _python.ScriptCaller)
     _ROUTERS: tuple[type[CoreSlotRouter], ...] = (_cython.SlotRouter, _python.SlotRouter)
+    _BATCHES: tuple[type[CoreBatch], ...] = (_cython.Batch, _python.Batch)
 
 
 IMPLEMENTATIONS = {"cython": "fastlock._core", "python": "fastlock._core_py"}

@@ -40,6 +40,22 @@ def test_batches_are_split_per_node_and_merged_in_order(client: ClusterClient) -
     assert client.execute("PING") == b"PONG" and b"redis_version" in client.execute("INFO", "server")
 
 
+def test_pipelined_script_calls_go_to_their_key_s_node(client: ClusterClient, cluster: TempCluster) -> None:
+    script = client.register_script("redis.call('INCR', KEYS[1]) return {KEYS[1], ARGV[1]}")
+    keys = ["key1", "key2", "key39"]
+    assert len({key_slot(k) // 5462 for k in keys}) > 1
+    for key in keys:  # loaded on their nodes (registered after the client met them)
+        client.call(script.name, [key], ["warm"])
+    with client.pipeline() as pipe:
+        for key in keys:
+            pipe.call(script.name, [key], [key]).execute_command("GET", key)
+        assert pipe.execute() == [reply for key in keys for reply in ([key.encode()] * 2, b"2")]
+    for node in cluster.nodes:  # a call not run (NOSCRIPT) is sent again, by ClusterClient.call
+        node.raw_command("SCRIPT", "FLUSH")
+    assert client.pipeline().call(script.name, ["key2"], [0]).execute() == [[b"key2", b"0"]]
+    assert client.execute("GET", "key2") == b"3"
+
+
 def bucket(lock: Any) -> str:
     """The key of the lock's main bucket (where its holders are)."""
     return str(lock.manager.scope(lock.digest, "", lock.limit).slots[0])

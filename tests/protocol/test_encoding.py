@@ -416,6 +416,53 @@ def test_encoders_agree(keys: list[Any], args: list[Any]) -> None:
     assert outcome(CYTHON_CORE.encode_command, *command) == outcome(_core_py.encode_command, *command)
 
 
+def float_bytes(core: Any, value: float) -> bytes:
+    """The bytes ``core`` sends for ``value``."""
+    count, length, data, end = core.encode_command(value).split(b"\r\n")
+    assert (count, length, end) == (b"*1", b"$%d" % len(data), b"")
+    return bytes(data)
+
+
+def near(value: float) -> list[float]:
+    return [value, math.nextafter(value, -math.inf), math.nextafter(value, math.inf)]
+
+
+# The Cython writer prints floats of at most 15 significant digits (1e-4 <= |x| < 1e15) itself
+# and leaves the rest to CPython: every float below, on either side of that line, is repr().
+FLOAT_EDGES = [
+    *(x for k in range(-6, 18) for base in (10.0**k, 5 * 10.0**k, 9.5 * 10.0**k) for x in near(base)),
+    *near(123456789012345.0),
+    *near(999999999999999.9),
+    *near(0.000123456789012345),
+    0.1 + 0.2,
+    1 / 3,
+    2.0**53,
+    2.0**-1074,
+    sys.float_info.max,
+    sys.float_info.min,
+]
+short_decimals = st.builds(
+    lambda digits, scale, negative: (-1) ** negative * digits / 10**scale,
+    st.integers(min_value=0, max_value=10**15),
+    st.integers(min_value=0, max_value=19),
+    st.booleans(),
+)
+
+
+@pytest.mark.parametrize("core", CORES)
+def test_float_edges_are_repr(core: Any) -> None:
+    for value in FLOAT_EDGES:
+        for signed in (value, -value):
+            assert float_bytes(core, signed) == repr(signed).encode(), signed
+
+
+@pytest.mark.parametrize("core", CORES)
+@settings(max_examples=3000, deadline=None)
+@given(st.one_of(st.floats(allow_nan=False, allow_infinity=False), short_decimals))
+def test_floats_are_repr(core: Any, value: float) -> None:
+    assert float_bytes(core, value) == repr(value).encode()
+
+
 line = st.binary(max_size=20).map(lambda text: text.replace(b"\r", b"").replace(b"\n", b""))
 resp_scalars = st.one_of(
     st.binary().map(lambda b: b"$%d\r\n%s\r\n" % (len(b), b)),
@@ -531,3 +578,81 @@ def test_readers_agree_on_malformed_streams(stream: bytes, cuts: list[int], limi
 def test_readers_agree_on_limits(values: list[bytes], cuts: list[int], limits: dict[str, int]) -> None:
     stream = b"".join(values)
     assert read_all(CYTHON_CORE, stream, cuts, **limits) == read_all(_core_py, stream, cuts, **limits)
+
+
+# --- the Cython reader's own parser of the common replies ------------------------------
+# While hiredis holds nothing, the Cython reader parses integers, bulk and simple strings,
+# nulls and arrays of them itself: the same values as hiredis's own reader and the Python
+# reader, whatever the cuts, the replies it leaves to hiredis in between, the nesting (deeper
+# than it goes) or the limits.
+
+common_scalars = st.one_of(
+    st.integers(min_value=-(2**63), max_value=2**63 - 1).map(lambda i: b":%d\r\n" % i),
+    st.sampled_from([10**17, 10**18 - 1, 10**18, -(10**18) + 1, -(10**18)]).map(lambda i: b":%d\r\n" % i),
+    st.binary(max_size=40).map(lambda b: b"$%d\r\n%s\r\n" % (len(b), b)),
+    line.map(lambda text: b"+" + text + b"\r\n"),
+    st.sampled_from([b"$-1\r\n", b"*-1\r\n", b"*0\r\n", b"+\r\n", b"$0\r\n\r\n", b":0\r\n"]),
+)
+left_to_hiredis = st.sampled_from(
+    [
+        b"-ERR x\r\n",
+        b"_\r\n",
+        b"#t\r\n",
+        b",1.5\r\n",
+        b"%1\r\n+a\r\n:1\r\n",
+        b"~1\r\n:1\r\n",
+        b"$3\r\nabcXY",
+        b"+a\rb\r\n",
+    ]
+)
+common_values = st.recursive(
+    st.one_of(common_scalars, left_to_hiredis),
+    lambda children: st.lists(children, max_size=4).map(
+        lambda items: b"*%d\r\n" % len(items) + b"".join(items)
+    ),
+    max_leaves=20,
+)
+deep_values = st.tuples(st.integers(min_value=1, max_value=12), common_scalars).map(
+    lambda t: b"*1\r\n" * t[0] + t[1]
+)
+
+
+class _Hiredis:
+    """hiredis's own reader, configured as the Cython core configures it, for ``read_all``."""
+
+    NOT_ENOUGH = object()
+
+    @classmethod
+    def ReplyReader(cls) -> Any:  # read_all calls it so
+        import hiredis
+
+        return hiredis.Reader(
+            protocolError=fastlock.ProtocolError, replyError=response_error, notEnoughData=cls.NOT_ENOUGH
+        )
+
+
+@needs_cython
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.one_of(common_values, deep_values), min_size=1, max_size=8), cuts)
+def test_common_replies_read_as_hiredis_reads_them(values: list[bytes], cuts: list[int]) -> None:
+    stream = b"".join(values)
+    expected = read_all(CYTHON_CORE, stream, cuts)
+    assert strip(expected) == strip(read_all(_Hiredis, stream, cuts))
+    assert expected == read_all(_core_py, stream, cuts)
+
+
+@needs_cython
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(common_values, deep_values), min_size=1, max_size=4), cuts, limits)
+def test_common_replies_keep_the_limits(values: list[bytes], cuts: list[int], limits: dict[str, int]) -> None:
+    stream = b"".join(values)
+    assert read_all(CYTHON_CORE, stream, cuts, **limits) == read_all(_core_py, stream, cuts, **limits)
+
+
+@pytest.mark.parametrize("core", CORES)
+def test_a_bulk_string_is_read_by_its_length(core: Any) -> None:
+    """hiredis does not check the two bytes after a bulk string's payload: neither reader does."""
+    reader = core.ReplyReader()
+    reader.feed(b"$3\r\nabcXY:1\r\n*1\r\n$1\r\nzAB")
+    assert [reader.gets(), reader.gets(), reader.gets()] == [b"abc", 1, [b"z"]]
+    assert not reader.has_data()

@@ -72,6 +72,25 @@ def test_reset_connection_is_retried_only_because_nothing_was_sent(proxy: TcpPro
     assert client.execute("GET", "n") == b"11"
 
 
+def test_a_call_in_flight_when_the_pool_closes_closes_its_connection(proxy: TcpProxy, impl: str) -> None:
+    client = fastlock.Client(proxy.url, impl=impl)
+    script = client.register_script("return 1")
+    assert script() == 1 and client.pool.idle == 1  # loaded, its connection idle
+    proxy.hold_replies()
+    replies: list[Any] = []
+    worker = threading.Thread(target=lambda: replies.append(script()))
+    worker.start()
+    for _ in range(10_000):  # until the call has taken the connection
+        if not client.pool.idle:
+            break
+        time.sleep(0.001)
+    client.pool.close()
+    proxy.release_replies()
+    worker.join()
+    assert replies == [1]
+    assert (client.pool.idle, client.pool.size) == (0, 0)  # closed on its way back, not kept
+
+
 def test_killed_server_then_restart(private_server: TempServer, impl: str) -> None:
     client = fastlock.Client(private_server.url, impl=impl, connect_timeout=1, health_check_interval=None)
     client.execute("SET", "k", 1)

@@ -30,9 +30,10 @@ from ..protocol.commands import refuse_connection_state
 from ..protocol.slots import SLOTS
 from ..scripts.calling import ScriptSettings, ScriptSettingsAccess, check_loaded, load_commands, register
 from ..scripts.registry import Script
-from ..sync.client import Client, LockQueueAccess, ScriptCalls
+from ..sync.client import Client, LockQueueAccess
 from ..sync.drive import drive
 from ..sync.pipeline import BoundScript, Pipeline
+from ..sync.script_calls import ScriptCalls
 from .asking import command_commands, is_redirect, script_commands, share_scripts
 from .asking import reply as asking_reply
 from .commands import CommandTable, Query
@@ -69,7 +70,6 @@ class ClusterClient(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
         self.impl = self._first.impl
         self.params = self._first.params
         self.scripts = self._first.scripts
-        self._loaded = self.scripts.loaded
         self.script_settings = self._first.script_settings
         self._seeds = [seed_address(url)] + [seed_address(s) for s in seeds]
         self._nodes: dict[Address, Client] = {self._seeds[0]: self._first}
@@ -83,7 +83,14 @@ class ClusterClient(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
         self._loaded_on: set[Address] = set()
         self._reads = 0
         self._router = self._first._core.SlotRouter(
-            self._slot.known, self._slots.routes, self._slot_of, self._route, self._call_failed
+            self.scripts,
+            self.script_settings,
+            self._with_meta,
+            self._slot.known,
+            self._slots.routes,
+            self._slot_of,
+            self._route,
+            self._call_failed,
         )
         self.wait = wait
 
@@ -96,6 +103,7 @@ class ClusterClient(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
     def wait(self, wait: tuple[int, int] | None) -> None:
         self._wait = check_wait(wait)
         self._call = self._router.call if self._wait is None else self._waiting_call
+        self._bind_call()
 
     @classmethod
     def from_redis(cls, redis_client: Any, **kwargs: Any) -> ClusterClient:
@@ -250,22 +258,25 @@ class ClusterClient(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
             if asking:
                 commands = script_commands(script, settings, keys, args, meta=False)
                 return asking_reply(node.execute_many(commands), script)
-            return node._call(script, keys, args, settings, busy_timeout)
+            return node._caller.call_script(script, keys, args, settings, busy_timeout)
 
         return self._follow(redirected(self._slots, slot, error), send)
 
     def _waiting_call(
         self,
-        script: Script,
-        keys: Sequence[Any],
-        args: Sequence[Any],
-        settings: ScriptSettings,
-        busy_timeout: float | None,
+        name: str,
+        keys: Sequence[Any] = (),
+        args: Sequence[Any] = (),
+        *,
+        busy_timeout: float | None = None,
     ) -> Any:
         """The script call with ``wait`` set: lock acquires and claims followed by ``WAIT``."""
         wait = self._wait
-        if wait is None or script.name not in DURABLE_SCRIPTS:
-            return self._router.call(script, keys, args, settings, busy_timeout)
+        if wait is None or name not in DURABLE_SCRIPTS:
+            return self._router.call(name, keys, args, busy_timeout=busy_timeout)
+        script, settings = self.scripts.get(name), self.script_settings
+        if script.meta:
+            args = self._with_meta(script, args)
 
         def send(node: Client, asking: bool) -> Any:
             return durable_call(node, script, settings, keys, args, wait, asking, meta=False)

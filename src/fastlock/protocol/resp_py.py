@@ -31,6 +31,7 @@ __all__ = [
     "encode_command",
     "encode_evalsha",
     "encode_pipeline",
+    "evalsha_head",
     "put_command",
     "put_evalsha",
     "put_pipeline",
@@ -71,28 +72,51 @@ def _arg(value: Any, kind: int, index: int, command: int) -> bytes:
     return data
 
 
+_HEADS = [b"$%d\r\n" % n for n in range(128)]
+"""The bulk headers of the usual argument lengths, formatted once."""
+
+
+def _put_bulks(out: list[bytes], values: Iterable[Any], kind: int, command: int) -> None:
+    """Each of ``values`` as a bulk string (``kind`` and ``command`` for the errors)."""
+    for i, value in enumerate(values):
+        data = _arg(value, kind, i, command)
+        n = len(data)
+        out += (_HEADS[n] if n < 128 else b"$%d\r\n" % n, data, b"\r\n")
+
+
 def put_command(out: list[bytes], args: tuple[Any, ...], command: int) -> None:
     if not args:
         raise ValueError("a command needs at least its name")
     out.append(b"*%d\r\n" % len(args))
-    for i, value in enumerate(args):
-        data = _arg(value, 0, i, command)
-        out.append(b"$%d\r\n%s\r\n" % (len(data), data))
+    _put_bulks(out, args, 0, command)
 
 
-def put_evalsha(out: list[bytes], sha: Any, keys: Iterable[Any], args: Iterable[Any]) -> None:
+def evalsha_head(sha: Any, command: int = -1) -> bytes:
+    """The static part of a script's EVALSHA: the command name and ``sha``, encoded."""
+    data = _arg(sha, 0, 1, command)
+    return b"$7\r\nEVALSHA\r\n$%d\r\n%s\r\n" % (len(data), data)
+
+
+def put_evalsha(
+    out: list[bytes],
+    sha: Any,
+    keys: Iterable[Any],
+    args: Iterable[Any],
+    head: bytes | None = None,
+    command: int = -1,
+) -> None:
+    """``EVALSHA sha len(keys) *keys *args`` (``head``: :func:`evalsha_head`, when known);
+    ``command`` is the call's index in a pipeline (for the errors), or -1."""
     keys = keys if type(keys) in (tuple, list) else tuple(keys)
     args = args if type(args) in (tuple, list) else tuple(args)
-    sha_bytes = _arg(sha, 0, 1, -1)
+    if head is None:
+        head = evalsha_head(sha, command)
     numkeys = b"%d" % len(keys)  # type: ignore[arg-type]
     out.append(
-        b"*%d\r\n$7\r\nEVALSHA\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n"
-        % (3 + len(keys) + len(args), len(sha_bytes), sha_bytes, len(numkeys), numkeys)  # type: ignore[arg-type]
+        b"*%d\r\n%s$%d\r\n%s\r\n" % (3 + len(keys) + len(args), head, len(numkeys), numkeys)  # type: ignore[arg-type]
     )
-    for kind, values in ((1, keys), (2, args)):
-        for i, value in enumerate(values):
-            data = _arg(value, kind, i, -1)
-            out.append(b"$%d\r\n%s\r\n" % (len(data), data))
+    _put_bulks(out, keys, 1, command)
+    _put_bulks(out, args, 2, command)
 
 
 def put_pipeline(out: list[bytes], commands: Iterable[tuple[Any, ...]]) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from time import monotonic
 from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
@@ -37,7 +37,6 @@ from ..scripts.calling import (
     ScriptSettingsAccess,
     check_loaded,
     load_commands,
-    meta_values,
     read_server_version,
     record_call,
     record_failure,
@@ -49,6 +48,7 @@ from .connect import open_connection, set_io_timeout
 from .drive import drive
 from .pipeline import BoundScript, Pipeline
 from .pool import ConnectionPool
+from .script_calls import ScriptCalls
 
 __all__ = [
     "BLOCKING_MARGIN",
@@ -57,7 +57,6 @@ __all__ = [
     "Client",
     "LockQueueAccess",
     "Pipeline",
-    "ScriptCalls",
 ]
 
 T = TypeVar("T")
@@ -96,46 +95,6 @@ class LockQueueAccess:
         return self.locks.lock(name, digest=digest, queue=queue, args=args, **options)
 
 
-class ScriptCalls:
-    """``call`` for the standalone and the cluster clients: the script looked up and its
-    ``#meta`` values appended, then ``self._call(script, keys, args, settings, busy_timeout)``,
-    the core's fast path: a ``ScriptCaller``'s (:class:`Client`) or a ``SlotRouter``'s
-    (:class:`~fastlock.cluster.ClusterClient`)."""
-
-    _loaded: Mapping[str, Script]
-    scripts: ScriptRegistry
-    script_settings: ScriptSettings
-    _call: Callable[..., Any]
-
-    def run(self, operation: Operation[T]) -> T:
-        raise NotImplementedError
-
-    def call(
-        self,
-        name: str,
-        keys: Sequence[Any] = (),
-        args: Sequence[Any] = (),
-        *,
-        busy_timeout: float | None = None,
-    ) -> Any:
-        """Run script ``name`` with ``keys`` and ``args`` and return its reply.
-
-        ``busy_timeout`` overrides the client's for this call. Raises a
-        :class:`~fastlock.LuaError` when the script fails, :class:`~fastlock.ScriptBusyError`
-        when the server stays busy, :class:`~fastlock.ScriptNotFoundError` for an unknown name.
-        """
-        try:
-            script = self._loaded[name]
-        except KeyError:
-            script = self.scripts.get(name)
-        settings = self.script_settings
-        if script.meta:
-            if settings.server_version is None and "server_version" in script.meta:
-                self.run(read_server_version(settings))
-            args = [*args, *meta_values(script, settings)]
-        return self._call(script, keys, args, settings, busy_timeout)
-
-
 class Client(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
     """A Redis/Valkey client for hot loops.
 
@@ -172,11 +131,9 @@ class Client(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
     ) -> None:
         self.impl, self._core = load_core(impl)
         self.params: ConnectionParams = parse_url(url, **params)
-        self.scripts = ScriptRegistry(script_paths)
-        self._loaded = self.scripts.loaded
+        self._scripts = ScriptRegistry(script_paths)
         self._evalsha = self._core.Connection.evalsha
-        self.script_settings = ScriptSettings(busy_timeout, kill_busy_after, debug, max_history)
-        """The script-call policy (:class:`~fastlock.scripts.calling.ScriptSettings`)."""
+        self._settings = ScriptSettings(busy_timeout, kill_busy_after, debug, max_history)
         self._pool = ConnectionPool(
             self._open_and_load_scripts if warm_up else self._open,
             max_size=max_connections,
@@ -184,9 +141,16 @@ class Client(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
             health_check_interval=health_check_interval,
         )
         self._caller = self._core.ScriptCaller(
-            self._pool, self._script_failed, record_call, ScriptStats.FOLD_AT
+            self._pool,
+            self._scripts,
+            self._settings,
+            self._with_meta,
+            self._script_failed,
+            record_call,
+            ScriptStats.FOLD_AT,
         )
         self._call = self._caller.call
+        self._bind_call()
 
     @classmethod
     def from_redis(cls, redis_client: Any, **kwargs: Any) -> Client:
@@ -211,6 +175,27 @@ class Client(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
             conn.close()
             raise
         return conn
+
+    @property
+    def scripts(self) -> ScriptRegistry:
+        """The script registry (set it to share another client's)."""
+        return self._scripts
+
+    @scripts.setter
+    def scripts(self, scripts: ScriptRegistry) -> None:
+        self._scripts = scripts
+        self._caller.use(scripts, self._settings)
+
+    @property
+    def script_settings(self) -> ScriptSettings:
+        """The script-call policy (:class:`~fastlock.scripts.calling.ScriptSettings`; set it
+        to share another client's)."""
+        return self._settings
+
+    @script_settings.setter
+    def script_settings(self, settings: ScriptSettings) -> None:
+        self._settings = settings
+        self._caller.use(self._scripts, settings)
 
     @property
     def pool(self) -> ConnectionPool:
@@ -287,8 +272,12 @@ class Client(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
         return self._run(self._core.Connection.evalsha, sha, keys, args)
 
     def pipeline(self) -> Pipeline:
-        """Collect commands and send them in one write."""
-        return Pipeline(self)
+        """Collect commands and script calls and send them in one write."""
+        return Pipeline(self, functools.partial(self._core.Batch, self._caller), self._send_batch)
+
+    def _send_batch(self, batch: Any) -> list[Any]:
+        replies: list[Any] = self._run(self._core.Connection.send_batch, batch)
+        return replies
 
     def execute_many(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
         """Send ``commands`` (each refused like in :meth:`execute`) in one write and return

@@ -13,6 +13,16 @@ cdef extern from "sys/socket.h" nogil:
 DEF READ_SIZE = 65536
 
 cdef object _socket_type = socket.socket
+cdef extern from "Python.h":
+    bint PyExceptionInstance_Check(object)  # a type flag test
+
+cdef PyTypeObject* _RESPONSE_ERROR = <PyTypeObject*>ResponseError
+
+
+cdef inline bint is_error_reply(object reply) noexcept:
+    """``isinstance(reply, ResponseError)`` without a call (a reply is rarely an exception)."""
+    return PyExceptionInstance_Check(reply) and PyObject_TypeCheck(reply, _RESPONSE_ERROR)
+
 cdef tuple _TIMEOUTS = (builtins.TimeoutError, BlockingIOError)
 
 
@@ -69,14 +79,19 @@ cdef class Connection:
         raise exc_type(what, sent=sent)
 
     cdef int _flush(self) except -1:
-        cdef Py_ssize_t total = 0, length = self._out.len
+        cdef Py_ssize_t length = self._out.len
+        self._out.len = 0
+        return self._write(self._out.data, length)
+
+    cdef int _write(self, const char* data, Py_ssize_t length) except -1:
+        """Send ``length`` bytes at ``data``: one write (a round trip)."""
+        cdef Py_ssize_t total = 0
         cdef ssize_t n
         cdef int err
-        self._out.len = 0
         self.round_trips += 1
         if self._fd < 0:
             try:
-                self.sock.sendall(PyBytes_FromStringAndSize(self._out.data, length))
+                self.sock.sendall(PyBytes_FromStringAndSize(data, length))
             except OSError as exc:
                 # sendall does not say how much left; assume the worst.
                 self._lost(TimeoutError if isinstance(exc, _TIMEOUTS) else ConnectionError,
@@ -84,12 +99,12 @@ cdef class Connection:
             return 0
         # First try without releasing the GIL: a command fits in the socket buffer, so this
         # never blocks. Only a full buffer (a huge payload, a stalled server) waits, nogil.
-        n = c_send(self._fd, self._out.data, <size_t>length, MSG_NOSIGNAL | MSG_DONTWAIT)
+        n = c_send(self._fd, data, <size_t>length, MSG_NOSIGNAL | MSG_DONTWAIT)
         if n > 0:
             total = n
         while total < length:
             with nogil:
-                n = c_send(self._fd, self._out.data + total, <size_t>(length - total), MSG_NOSIGNAL)
+                n = c_send(self._fd, data + total, <size_t>(length - total), MSG_NOSIGNAL)
             if n >= 0:
                 total += n
                 continue
@@ -133,7 +148,7 @@ cdef class Connection:
         return n
 
     cdef object _read_reply(self):
-        cdef timespec now
+        """The next reply, reading as needed; ``last_used`` is left to the caller."""
         reply = self._reader._next()
         try:
             while reply is _NOT_ENOUGH:
@@ -142,9 +157,26 @@ cdef class Connection:
         except ProtocolError:
             self.close()
             raise
+        return reply
+
+    cdef list _read_replies(self, Py_ssize_t count):
+        """``count`` replies, the stream then checked drained."""
+        cdef Py_ssize_t got = 0
+        cdef list replies = [None] * count
+        while True:
+            got += self._reader._move_ready(replies, got)  # those parsed already
+            if got == count:
+                break
+            replies[got] = self._read_reply()
+            got += 1
+        self._check_drained()
+        self._touch()
+        return replies
+
+    cdef inline void _touch(self) noexcept:
+        cdef timespec now
         clock_gettime(CLOCK_MONOTONIC, &now)
         self.last_used = now.tv_sec + now.tv_nsec * 1e-9
-        return reply
 
     cdef int _check_drained(self) except -1:
         """Raise if anything follows the last reply read: the stream is out of step."""
@@ -157,7 +189,8 @@ cdef class Connection:
         self._flush()
         reply = self._read_reply()
         self._check_drained()
-        if isinstance(reply, ResponseError):
+        self._touch()
+        if is_error_reply(reply):
             raise reply
         return reply
 
@@ -178,7 +211,7 @@ cdef class Connection:
     cdef object _evalsha(self, sha, keys, args, bytes head):
         self._usable()
         try:
-            put_evalsha(&self._out, sha, keys, args, head)
+            put_evalsha(&self._out, sha, keys, args, head, -1)
         except BaseException:
             self._out.len = 0
             raise
@@ -194,6 +227,11 @@ cdef class Connection:
             self._out.len = 0
             raise
         self._flush()
-        replies = [self._read_reply() for _ in range(count)]
-        self._check_drained()
-        return replies
+        return self._read_replies(count)
+
+    def send_batch(self, Batch batch):
+        """Send the commands of ``batch`` in one write, read all replies; error replies are
+        returned. The batch keeps them."""
+        self._usable()
+        self._write(batch._out.data, batch._out.len)
+        return self._read_replies(batch._items.len // 3)

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import builtins
 import socket
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from time import monotonic
 from typing import Any, final
 
 from ..exceptions import OUT_OF_STEP, ConnectionError, ProtocolError, ResponseError, TimeoutError
 from ..protocol.resp_py import NOT_ENOUGH, ReplyReader, put_command, put_evalsha, put_pipeline
 
-__all__ = ["Connection", "ScriptCaller", "SlotRouter"]
+__all__ = ["Connection"]
 
 _READ_SIZE = 65536
 _TIMEOUTS = (builtins.TimeoutError, BlockingIOError)
@@ -118,9 +118,12 @@ class Connection:
 
     def evalsha(self, sha: Any, keys: Iterable[Any], args: Iterable[Any]) -> Any:
         """Run ``EVALSHA sha len(keys) *keys *args``; an error reply is raised."""
+        return self._evalsha(sha, keys, args, None)
+
+    def _evalsha(self, sha: Any, keys: Iterable[Any], args: Iterable[Any], head: bytes | None) -> Any:
         self._usable()
         out: list[bytes] = []
-        put_evalsha(out, sha, keys, args)
+        put_evalsha(out, sha, keys, args, head)
         return self._roundtrip(b"".join(out))
 
     def pipeline(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
@@ -130,83 +133,16 @@ class Connection:
         out: list[bytes] = []
         put_pipeline(out, commands)
         self._flush(b"".join(out))
+        return self._read_replies(count)
+
+    def send_batch(self, batch: Any) -> list[Any]:
+        """Send the commands of ``batch`` (a ``Batch``) in one write, read all replies; error
+        replies are returned. The batch keeps them."""
+        self._usable()
+        self._flush(b"".join(batch._out))
+        return self._read_replies(len(batch))
+
+    def _read_replies(self, count: int) -> list[Any]:
         replies = [self._read_reply() for _ in range(count)]
         self._check_drained()
         return replies
-
-
-@final
-class ScriptCaller:
-    """The twin of the Cython core's ``ScriptCaller`` (``sync/call.pxi``): runs a script on
-    a connection of ``pool`` and records the call's duration, in the same steps."""
-
-    def __init__(
-        self, pool: Any, failed: Callable[..., Any], record: Callable[..., Any], fold_at: int
-    ) -> None:
-        self._pool = pool
-        self._idle = pool.idle_connections
-        self._failed = failed
-        self._record = record
-        self._fold_at = fold_at
-
-    def call(self, script: Any, keys: Any, args: Any, settings: Any, busy_timeout: float | None) -> Any:
-        start = monotonic()
-        pool = self._pool
-        try:
-            conn = self._idle.pop()
-        except IndexError:
-            conn = pool.get(start)
-        else:
-            interval = pool.health_check_interval
-            if interval is not None and start - conn.last_used >= interval:
-                conn = pool._revive(conn)
-        try:
-            result = conn.evalsha(script.sha, keys, args)
-        except BaseException as exc:  # noqa: BLE001 - recovered or re-raised by failed()
-            result = self._failed(conn, exc, script, keys, args, start, busy_timeout)
-        else:
-            if conn.broken or pool._closed or conn.generation != pool._generation:
-                pool.put(conn)
-            else:
-                self._idle.append(conn)
-                if pool._waiters:
-                    pool._wakeups.put(None)
-        seconds = monotonic() - start
-        durations = script.stats.durations
-        if settings.debug or len(durations) + 1 >= self._fold_at:
-            self._record(script, settings, seconds)
-        else:
-            durations.append(seconds)
-        return result
-
-
-@final
-class SlotRouter:
-    """The twin of the Cython core's ``SlotRouter`` (``sync/call.pxi``): routes a script call
-    to the ``ScriptCaller`` of the primary of its first key's slot, in the same steps."""
-
-    def __init__(
-        self,
-        slots: dict[Any, int],
-        routes: list[Any],
-        slot_of: Callable[[Any], int],
-        route: Callable[[int], Any],
-        failed: Callable[..., Any],
-    ) -> None:
-        self._slots = slots
-        self._routes = routes
-        self._slot_of = slot_of
-        self._route = route
-        self._failed = failed
-
-    def call(self, script: Any, keys: Any, args: Any, settings: Any, busy_timeout: float | None) -> Any:
-        slot = self._slots.get(keys[0]) if keys else None
-        if slot is None:
-            slot = self._slot_of(keys)
-        caller = self._routes[slot]
-        if caller is None:
-            caller = self._route(slot)
-        try:
-            return caller.call(script, keys, args, settings, busy_timeout)
-        except (ResponseError, ConnectionError) as exc:
-            return self._failed(exc, slot, script, keys, args, settings, busy_timeout)

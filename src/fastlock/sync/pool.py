@@ -50,6 +50,23 @@ class ConnectionPool:
     checked before reuse (``0`` checks every time, ``None`` never).
     """
 
+    # Slots: the hot path (the core's ScriptCaller) reads three of them per call.
+    __slots__ = (
+        "__weakref__",
+        "_closed",
+        "_connect",
+        "_generation",
+        "_idle",
+        "_lock",
+        "_retired_round_trips",
+        "_taken",
+        "_waiters",
+        "_wakeups",
+        "health_check_interval",
+        "max_size",
+        "timeout",
+    )
+
     def __init__(
         self,
         connect: Callable[[], CoreConnection],
@@ -203,6 +220,7 @@ class ConnectionPool:
     def close(self) -> None:
         """Close idle connections now and in-use ones when they come back."""
         self._closed = True
+        self._generation += 1  # those in use are stale: the hot path's generation check says so
         while True:
             try:
                 conn = self._idle.pop()

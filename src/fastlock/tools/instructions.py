@@ -138,6 +138,32 @@ def _call(impl: str | None) -> Callable[[str], Op]:
     return setup
 
 
+PIPELINE = 64
+
+
+def _pipeline(impl: str | None) -> Callable[[str], Op]:
+    """``Client.pipeline()`` of ``PIPELINE`` calls of the reference script (``pipe.call``), one op."""
+
+    def setup(path: str) -> Op:
+        from fastlock.tools.bench import EVALSHA_SCRIPT
+
+        _, keys, args = _reference()
+        client = _client(path, impl)
+        name = client.register_script(EVALSHA_SCRIPT).name
+        client.call(name, keys, args)  # loaded
+
+        def op() -> Any:
+            with client.pipeline() as pipe:
+                call = pipe.call
+                for _ in range(PIPELINE):
+                    call(name, keys, args)
+                return pipe.execute()
+
+        return op
+
+    return setup
+
+
 def _core_evalsha(path: str) -> Op:
     from fastlock._core import Connection
     from fastlock.tools.bench import EVALSHA_SCRIPT
@@ -182,6 +208,8 @@ PATHS = (
     Path_("client.call: cython core (default)", _call(None), ops=1000, warmup=300),
     Path_("core evalsha: cython Connection", _core_evalsha, ops=1500, warmup=300),
     Path_("client.call: python core", _call("python"), ops=300, warmup=300, cython=False),
+    Path_("pipeline of 64 script calls: cython core", _pipeline(None), ops=60, warmup=30),
+    Path_("pipeline of 64 script calls: python core", _pipeline("python"), 10, 10, cython=False),
     Path_("raw socket + hiredis (floor)", raw_socket_hiredis, ops=2000, warmup=300, cython=False),
     Path_("lock acquire + release", _workload("lock acquire + release"), ops=400, warmup=200),
     Path_("lock lifecycle: until_executed", _workload("lock lifecycle: until_executed"), ops=200, warmup=100),

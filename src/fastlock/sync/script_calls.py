@@ -1,0 +1,61 @@
+"""``call`` for the standalone and the cluster clients: the core's ``ScriptCaller.call`` or
+``SlotRouter.call`` itself, bound per client (no Python frame), and the meta values it asks
+for."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from ..operations import Operation
+from ..scripts.calling import ScriptSettings, meta_values, read_server_version
+from ..scripts.registry import Script, ScriptRegistry
+
+__all__ = ["ScriptCalls"]
+
+T = TypeVar("T")
+
+
+class ScriptCalls:
+    """``call`` for the standalone and the cluster clients: ``self._call``, the core's
+    ``ScriptCaller.call`` (:class:`~fastlock.Client`) or ``SlotRouter.call``
+    (:class:`~fastlock.cluster.ClusterClient`), which looks the script up, appends its
+    ``#meta`` values (:meth:`_with_meta`) and runs it. :meth:`_bind_call` makes ``client.call``
+    that core method itself, with no Python frame (unless a subclass overrides ``call``)."""
+
+    scripts: ScriptRegistry
+    script_settings: ScriptSettings
+    _call: Callable[..., Any]
+
+    def run(self, operation: Operation[T]) -> T:
+        raise NotImplementedError
+
+    def call(
+        self,
+        name: str,
+        keys: Sequence[Any] = (),
+        args: Sequence[Any] = (),
+        *,
+        busy_timeout: float | None = None,
+    ) -> Any:
+        """Run script ``name`` with ``keys`` and ``args`` and return its reply.
+
+        ``busy_timeout`` overrides the client's for this call. Raises a
+        :class:`~fastlock.LuaError` when the script fails, :class:`~fastlock.ScriptBusyError`
+        when the server stays busy, :class:`~fastlock.ScriptNotFoundError` for an unknown name.
+        """
+        return self._call(name, keys, args, busy_timeout=busy_timeout)
+
+    def _bind_call(self) -> None:
+        """Make ``self.call`` be ``self._call`` (the same arguments and reply), unless the
+        class overrides :meth:`call`."""
+        if type(self).call is ScriptCalls.call:
+            vars(self)["call"] = self._call
+
+    def _with_meta(self, script: Script, args: Sequence[Any]) -> list[Any]:
+        """``args`` and the values of ``script``'s ``#meta`` fields (the server version read
+        first if needed and not known)."""
+        settings = self.script_settings
+        if settings.server_version is None and "server_version" in script.meta:
+            self.run(read_server_version(settings))
+        return [*args, *meta_values(script, settings)]

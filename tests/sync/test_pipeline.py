@@ -1,0 +1,108 @@
+"""Script calls in a pipeline (``Pipeline.call``): encoded and refused as they are queued, in
+one write with the commands, replies as ``Client.call`` returns them, a call the server did
+not run (``NOSCRIPT``) sent again, anything else never."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import fastlock
+from fastlock.testing.costs import command_calls
+
+COUNT = "redis.call('INCR', KEYS[1]) return {KEYS[1], ARGV[1]}"
+FAIL_AFTER_WRITE = "redis.call('INCR', KEYS[1]) error('no luck')"
+
+
+def test_calls_and_commands_go_in_one_write_in_order(client: fastlock.Client) -> None:
+    count = client.register_script(COUNT).name
+    assert client.call(count, ["warm"], [0]) == [b"warm", b"0"]  # loaded
+    sent = client.pool.round_trips
+    with client.pipeline() as pipe:
+        assert pipe.call(count, ["a"], ["x"]).execute_command("INCR", "a").call(count, ("a",), (2.5,)) is pipe
+        assert len(pipe) == 3
+        assert pipe.execute() == [[b"a", b"x"], 2, [b"a", b"2.5"]]
+        assert len(pipe) == 0
+    assert client.pool.round_trips == sent + 1
+    assert client.execute("GET", "a") == b"3"
+
+
+def test_meta_values_are_appended_as_client_call_appends_them(client: fastlock.Client) -> None:
+    script = client.register_script(
+        "-- #meta max_history script_name\nreturn {ARGV[1], META.max_history, META.script_name}"
+    )
+    client.max_history = 77
+    expected = [b"first", 77, script.name.encode()]
+    assert client.pipeline().call(script.name, [], ["first"]).execute() == [expected]
+    assert client.call(script.name, [], ["first"]) == expected
+
+
+def test_an_invalid_argument_is_refused_when_queued(client: fastlock.Client) -> None:
+    count = client.register_script(COUNT).name
+    client.call(count, ["warm"], [0])
+    pipe = client.pipeline().call(count, ["a"], [1])
+    with pytest.raises(fastlock.ArgumentTypeError, match=r"^command 1 args\[1\]: unsupported type 'object'"):
+        pipe.call(count, ["a"], [2, object()])
+    with pytest.raises(fastlock.ScriptNotFoundError):
+        pipe.call("no_such_script", ["a"])
+    assert len(pipe) == 1  # the refused calls left nothing behind
+    assert pipe.execute() == [[b"a", b"1"]]
+    assert client.execute("GET", "a") == b"1"
+
+
+def test_a_call_not_run_is_sent_again_and_nothing_else(client: fastlock.Client) -> None:
+    count = client.register_script(COUNT).name
+    client.call(count, ["warm"], [0])
+    client.execute("SCRIPT", "FLUSH")
+    client.execute("CONFIG", "RESETSTAT")
+    pipe = client.pipeline().call(count, ["a"], [1]).execute_command("INCR", "b").call(count, ["a"], [2])
+    assert pipe.execute() == [[b"a", b"1"], 1, [b"a", b"2"]]
+    assert client.execute("GET", "a") == b"2" and client.execute("GET", "b") == b"1"
+    calls = command_calls(client)
+    assert (calls["incr"], calls["script|load"]) == (3, 1)  # each INCR once; one reload
+    # the pipeline's two (NOSCRIPT), then Client.call of each: NOSCRIPT, the reload's, the second
+    assert calls["evalsha"] == 2 + 3
+
+
+def test_an_error_reply_is_the_call_s_report_and_never_sent_again(client: fastlock.Client) -> None:
+    fail = client.register_script(FAIL_AFTER_WRITE).name
+    count = client.register_script(COUNT).name
+    client.call(count, ["warm"], [0])
+    with pytest.raises(fastlock.LuaError):
+        client.call(fail, ["warm"])
+    pipe = client.pipeline().call(fail, ["f"]).call(count, ["a"], [1])
+    error, counted = pipe.execute(raise_on_error=False)
+    assert isinstance(error, fastlock.LuaRaisedError) and error.script == fail and "no luck" in str(error)
+    assert counted == [b"a", b"1"]
+    with pytest.raises(fastlock.LuaRaisedError):
+        client.pipeline().call(fail, ["f"]).call(count, ["a"], [2]).execute()
+    assert client.execute("GET", "f") == b"2"  # once per pipeline: never sent again
+    assert client.execute("GET", "a") == b"2"  # the call after the error ran before it was raised
+
+
+def test_an_exit_drops_what_was_queued(client: fastlock.Client) -> None:
+    count = client.register_script(COUNT).name
+    with client.pipeline() as pipe:
+        pipe.call(count, ["a"], [1]).execute_command("INCR", "a")
+    assert len(pipe) == 0 and pipe.execute() == []
+    assert client.execute("GET", "a") is None
+
+
+class Counting(fastlock.Client):
+    """A subclass overriding ``call``: its override is what the client and the lock layer call."""
+
+    calls = 0
+
+    def call(self, name: str, keys: Any = (), args: Any = (), *, busy_timeout: float | None = None) -> Any:
+        self.calls += 1
+        return super().call(name, keys, args, busy_timeout=busy_timeout)
+
+
+def test_a_subclass_overriding_call_keeps_its_override(redis_url: str, impl: str) -> None:
+    with Counting(redis_url, impl=impl) as client:
+        script = client.register_script("return 1")
+        assert client.call(script.name) == 1 and script() == 1
+        assert client.calls == 2
+    with fastlock.Client(redis_url, impl=impl) as plain:
+        assert plain.call == plain._caller.call  # bound to the core's method: no Python frame
