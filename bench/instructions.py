@@ -5,9 +5,10 @@ the gate's verdict; ``--update`` (re)writes this toolchain's budgets in ``budget
 ``--runs 3`` measures several times and prints the spread (the medians are gated or
 written). ``tests/test_instructions.py`` runs the same measurement in the test suite.
 
-The paths and how they are measured (callgrind, a private server, a fixed child
-environment) are :mod:`fastlock.tools.instructions`; this file holds the gate: the toolchain
-key, the budgets and the same-run ratios of ``budgets.toml``.
+The paths (:mod:`fastlock.tools.instruction_paths`) and how they are measured (callgrind, a
+private server, a fixed child environment: :mod:`fastlock.tools.instructions`) are the
+package's; this file holds the gate: the toolchain key, the budgets and the same-run ratios of
+``budgets.toml``.
 """
 
 from __future__ import annotations
@@ -25,17 +26,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from fastlock.tools.instructions import (
-    CLUSTER_PATHS,
-    NO_CORE,
-    PATHS,
-    Measurement,
-    Unavailable,
-    hiredis_command,
-    measure,
-    raw_socket_hiredis,
-    unavailable,
-)
+from fastlock.tools.instruction_paths import CLUSTER_PATHS, PATHS, hiredis_command, raw_socket_hiredis
+from fastlock.tools.instructions import NO_CORE, Measurement, Unavailable, measure, unavailable
 
 __all__ = [
     "CLUSTER_PATHS",
