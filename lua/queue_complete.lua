@@ -5,47 +5,56 @@
 -- Returns {{indexes of lost members}, claim reply or {}}; nothing is claimed when any
 -- lease was lost.
 -- #include "shared/_queue_claim.lua"
--- #include "shared/_queue_leases.lua"
 local keep = ARGV[1] + 0
+local LEASE = '^(%d+)|%d+|[^|]*|([^|]*)|(.*)$' -- a lease member's token, unique and id
 
--- Forget the payloads of completed lease members (release their 'd' locks), and remember
--- the members in the history.
-local function finish(members)
-  local ids, locks, history = {}, {}, {}
-  for j, member in ipairs(members) do
-    local token, unique, id = string.match(member, '^(%d+)|%d+|[^|]*|([^|]*)|(.*)$')
-    ids[j] = id
-    if unique ~= '' then -- 'd' + digest (until done): the only lock a lease carries
-      locks[#locks + 1] = {string.sub(unique, 2), id}
-    end
-    history[2 * j - 1] = token
-    history[2 * j] = member
-  end
-  redis.call('HDEL', K_DATA, unpack(ids))
-  release_unique(locks)
-  if keep > 0 then
-    redis.call('ZADD', K_DONE, unpack(history))
-    redis.call('ZREMRANGEBYRANK', K_DONE, '0', -keep - 1)
-  end
+-- Remember completed members in the history (token, member, ...), trimmed to `keep`.
+local function remember(...)
+  redis.call('ZADD', K_DONE, ...)
+  redis.call('ZREMRANGEBYRANK', K_DONE, '0', -keep - 1)
 end
 
 local lost
-if #ARGV == 4 then -- one member (the unbatched path): ZREM tells whether it was held
-  if redis.call('ZREM', K_ACTIVE, ARGV[4]) == 1 then
-    finish({ARGV[4]})
+if #ARGV == 4 then -- one member (the unbatched path): ZREM tells whether it was held; no tables
+  local member = ARGV[4]
+  if redis.call('ZREM', K_ACTIVE, member) == 1 then
+    local token, unique, id = string.match(member, LEASE)
+    redis.call('HDEL', K_DATA, id)
+    if unique ~= '' then -- 'd' + digest (until done): the only lock a lease carries
+      release_unique({{string.sub(unique, 2), id}})
+    end
+    if keep > 0 then
+      remember(token, member)
+    end
     lost = {}
-  elseif keep > 0 and redis.call('ZSCORE', K_DONE, ARGV[4]) then
+  elseif keep > 0 and redis.call('ZSCORE', K_DONE, member) then
     lost = {} -- completed before
   else
     lost = {1}
   end
 else
+  -- (included here, so only a batch creates its closures)
+  -- #include "shared/_queue_leases.lua"
   local members = {unpack(ARGV, 4)}
   local held, missing = partition(K_ACTIVE, members)
   if #held > 0 then
     local done = #missing == 0 and members or pick(members, held)
     redis.call('ZREM', K_ACTIVE, unpack(done))
-    finish(done)
+    local ids, locks, history = {}, {}, {}
+    for j, member in ipairs(done) do
+      local token, unique, id = string.match(member, LEASE)
+      ids[j] = id
+      if unique ~= '' then
+        locks[#locks + 1] = {string.sub(unique, 2), id}
+      end
+      history[2 * j - 1] = token
+      history[2 * j] = member
+    end
+    redis.call('HDEL', K_DATA, unpack(ids))
+    release_unique(locks)
+    if keep > 0 then
+      remember(unpack(history))
+    end
   end
   lost = missing
   if #missing > 0 and keep > 0 then

@@ -23,40 +23,12 @@ local function promote(now)
   return true
 end
 
--- Up to `count` words from ready's tail; when that runs short, due delayed jobs promoted,
--- ready again, then the prioritised lane. Returns them, whether the delayed jobs were
--- looked at, and (none found) the next due time.
-local function pop(count, now)
-  local words
-  if count == 1 then -- the unbatched path: no reply table
-    words = {redis.call('RPOP', K_READY) or nil}
-  else
-    words = redis.call('RPOP', K_READY, count) or {}
-  end
-  if #words == count then
-    return words, false
-  end
-  local promoted, next_due = promote(now)
-  if promoted then
-    for _, word in ipairs(redis.call('RPOP', K_READY, count - #words) or {}) do
-      words[#words + 1] = word
-    end
-  end
-  if #words < count then
-    local popped = redis.call('ZPOPMIN', K_PRIO, count - #words)
-    for i = 1, #popped, 2 do
-      words[#words + 1] = popped[i]
-    end
-  end
-  return words, true, next_due or -1
-end
-
 -- A claimed word's attempts, its lease member's tail ("|<priority>|<unique>|<id>", without
 -- an 's' lock), its id and its 's' (until started) lock, released by the claim, as a
 -- release_unique pair (nil: none).
 local function lease_parts(word)
   local attempts, tail, unique, id = string.match(word, '^(%d+)(|[^|]*|([^|]*)|(.*))$')
-  if string.byte(unique) ~= 115 then -- not 's'
+  if unique == '' or string.byte(unique) ~= 115 then -- not 's'
     return attempts, tail, id
   end
   return attempts, string.match(tail, '^|[^|]*|') .. '|' .. id, id, {string.sub(unique, 2), id}
@@ -64,10 +36,32 @@ end
 
 local function claim(count_arg, lease_ms)
   local now, count = now_ms(), count_arg + 0
-  local words, looked, next_due = pop(count, now)
+  -- Up to `count` words from ready's tail; when that runs short, due delayed jobs promoted,
+  -- ready again, then the prioritised lane.
+  local words, looked, next_due
+  if count == 1 then -- the unbatched path: no reply table
+    words = {redis.call('RPOP', K_READY) or nil}
+  else
+    words = redis.call('RPOP', K_READY, count_arg) or {}
+  end
+  if #words < count then
+    local promoted
+    looked, promoted, next_due = true, promote(now)
+    if promoted then
+      for _, word in ipairs(redis.call('RPOP', K_READY, count - #words) or {}) do
+        words[#words + 1] = word
+      end
+    end
+    if #words < count then
+      local popped = redis.call('ZPOPMIN', K_PRIO, count - #words)
+      for i = 1, #popped, 2 do
+        words[#words + 1] = popped[i]
+      end
+    end
+  end
   local n = #words
   if n == 0 then
-    return {now, next_due}
+    return {now, next_due or -1}
   elseif n == count then
     wake() -- more may be ready: let another waiting worker look
   end
@@ -80,7 +74,9 @@ local function claim(count_arg, lease_ms)
     end
     local token = redis.call('INCR', K_FENCE)
     local member = string.format('%d|%d', token, attempts + 1) .. tail
-    release_unique(started and {started})
+    if started then
+      release_unique({started})
+    end
     redis.call('ZADD', K_ACTIVE, deadline, member)
     if not looked and token % PROMOTE_EVERY == 0 then
       promote(now)

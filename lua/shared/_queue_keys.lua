@@ -6,20 +6,11 @@
 -- What a script's Lua costs the server (callgrind, Redis 7.0): a call of a C function
 -- (string.sub, tonumber, ...) about 0.7k instructions, string.match 1.6-3.2k, a closure
 -- 0.5k, a table 0.7k, redis.call 2-3k beyond its command. Hot paths keep them few.
+-- #include "shared/_queue_pin.lua"
 local K_READY, K_DATA, K_WAKE = KEYS[1], KEYS[2], KEYS[3]
 local K_PRIO, K_SEQ, K_DELAYED, K_UNIQUE = KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local K_ACTIVE, K_FENCE, K_DONE = KEYS[8], KEYS[9], KEYS[10]
 local K_DEAD, K_ERR = KEYS[11], KEYS[12]
-
--- The data hash's pin: a field no job id can be (fresh ids are '~' and 24 hex digits, custom
--- ids never start with '~') valued longer than hash-max-listpack-value (64 bytes by
--- default). enqueue_many writes it, so a data hash that holds batches is a hashtable (O(1)
--- per field) instead of a listpack, which every HSET, HMGET and HDEL scans field by field
--- (hash-max-listpack-entries: 512 compiled in, 128 in redis.conf): at batches of 100 the
--- scans were 37% of the server's instructions. A single enqueue writes it when it makes
--- ready DATA_PIN_BACKLOG long.
-local DATA_PIN, DATA_PIN_BACKLOG = '~', 64
-local DATA_PIN_VALUE = 'pin: keeps this hash in hashtable encoding (docs/queues.md, Key layout)......'
 
 -- Integers go to Redis as strings made with %d (a Lua number given to redis.call is
 -- formatted with %.17g, exact for integers below 2^53 and as costly; concatenation and
@@ -31,5 +22,6 @@ end
 -- Server time in ms: every deadline and due time comes from the server clock.
 local function now_ms()
   local t = redis.call('TIME')
-  return t[1] * 1000 + math.floor(t[2] / 1000)
+  local us = t[2] + 0
+  return t[1] * 1000 + (us - us % 1000) / 1000
 end
