@@ -9,7 +9,8 @@ prefix) / ops. Counts move with the ids a recording draws by a few hundred instr
 
 ``--server`` picks the binary (``redis``, ``valkey`` or a path); ``--out DIR`` keeps the
 dumps (``callgrind_annotate --inclusive=yes DIR/callgrind.out.<pid>.<n>``): with
-``--breakdown`` the EVALSHA share and the script's ``redis.call``s are printed too.
+``--breakdown`` the EVALSHA share and the script's ``redis.call``s are printed too (a
+server built from source names every function; a packaged one may not).
 """
 
 from __future__ import annotations
@@ -66,8 +67,10 @@ def total(dump: Path) -> int:
     return int(match[1])
 
 
-def inclusive(dump: Path, names: tuple[str, ...]) -> int:
-    """The inclusive instructions of the functions ``names`` (the outermost one found)."""
+def inclusive(dump: Path, names: tuple[str, ...]) -> int | None:
+    """The inclusive instructions of the functions ``names`` (the outermost one found), or
+    ``None`` (printed ``-``) when the dump has none of them: not called, or not named (the
+    static functions of a stripped build, such as Debian's ``luaRedisGenericCommand``)."""
     text = subprocess.run(
         ["callgrind_annotate", "--inclusive=yes", "--threshold=100", str(dump)],
         check=True,
@@ -75,7 +78,7 @@ def inclusive(dump: Path, names: tuple[str, ...]) -> int:
         text=True,
     ).stdout
     found = (re.finditer(rf"^\s*([\d,]+) .*:{name} ", text, re.M) for name in names)
-    return max((int(match[1].replace(",", "")) for matches in found for match in matches), default=0)
+    return max((int(match[1].replace(",", "")) for matches in found for match in matches), default=None)
 
 
 def main() -> None:
@@ -121,7 +124,11 @@ def main() -> None:
                 row = f"{name:50s} {(total(second) - total(first)) / ops:12,.0f}"
                 for column in columns:
                     names = BREAKDOWN[column]
-                    row += f" {(inclusive(second, names) - inclusive(first, names)) / ops:14,.0f}"
+                    whole_count, prefix_count = inclusive(second, names), inclusive(first, names)
+                    if whole_count is None or prefix_count is None:
+                        row += f" {'-':>14s}"
+                    else:
+                        row += f" {(whole_count - prefix_count) / ops:14,.0f}"
                 print(row, flush=True)
 
 
