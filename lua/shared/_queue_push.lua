@@ -19,12 +19,18 @@ end
 -- of their level (prio score = priority * 2^32 + (seq mod 2^32)). Wakes a waiting worker
 -- when `notify` and ready was empty (or prioritised).
 local function push_ready(words, notify)
-  local plain, prio = {}, {}
+  local plain, prio = words, {} -- all plain (the usual case): no copy
   for _, word in ipairs(words) do
-    if string.find(word, '^%d+||') then
-      plain[#plain + 1] = word
-    else
+    if not string.find(word, '^%d+||') then
       prio[#prio + 1] = word
+    end
+  end
+  if #prio > 0 then
+    plain = {}
+    for _, word in ipairs(words) do
+      if string.find(word, '^%d+||') then
+        plain[#plain + 1] = word
+      end
     end
   end
   if #plain > 0 then
