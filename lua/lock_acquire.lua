@@ -5,5 +5,5 @@
 -- #include "shared/_lock_acquire.lua"
 
 local job, scope = ARGV[1], ARGV[2]
-local ttl, flags, max_history = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
+local ttl, flags, max_history = ARGV[3], ARGV[4] + 0, ARGV[5] + 0
 return acquire(FIRST_SCOPE, #KEYS - FIRST_SCOPE, scope, job, ttl, flags, max_history)

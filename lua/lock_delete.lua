@@ -3,7 +3,7 @@
 -- KEYS: index, counter, changelog, then the scope: wake, slot 1..limit (shared/_lock_slots.lua)
 -- ARGV: scope, max_history
 -- Returns the number of holders deleted.
--- #include "shared/_lock_slots.lua"
+-- #include "shared/_lock_wake.lua"
 
 local scope, max_history = ARGV[1], tonumber(ARGV[2])
 local limit = #KEYS - FIRST_SCOPE

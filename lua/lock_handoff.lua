@@ -8,7 +8,7 @@
 -- #include "shared/_lock_release.lua"
 
 local job, queue, runtime = ARGV[1], ARGV[2], ARGV[3]
-local ttl, flags, max_history = ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
+local ttl, flags, max_history = ARGV[4], ARGV[5] + 0, ARGV[6] + 0
 local limit = (#KEYS - FIRST_SCOPE - 1) / 2
-release(FIRST_SCOPE, limit, queue, job, "", bit.band(flags, TRACK) ~= 0, max_history)
+release(FIRST_SCOPE, limit, queue, job, "", flags % (2 * TRACK) >= TRACK, max_history)
 return acquire(FIRST_SCOPE + 1 + limit, limit, runtime, job, ttl, flags, max_history)

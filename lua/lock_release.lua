@@ -5,5 +5,5 @@
 -- #include "shared/_lock_release.lua"
 
 local job, scope, expect = ARGV[1], ARGV[2], ARGV[3]
-local track, max_history = ARGV[4] == "1", tonumber(ARGV[5])
+local track, max_history = ARGV[4] == "1", ARGV[5] + 0
 return release(FIRST_SCOPE, #KEYS - FIRST_SCOPE, scope, job, expect, track, max_history)

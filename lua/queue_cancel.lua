@@ -9,7 +9,7 @@ local id, window = ARGV[1], tonumber(ARGV[2])
 if redis.call('ZSCORE', K_DEAD, id) then
   return {0, 'dead'}
 end
-if redis.call('HEXISTS', K_DATA, id) == 0 then
+if id == DATA_PIN or redis.call('HEXISTS', K_DATA, id) == 0 then
   return {0, 'missing'}
 end
 local kind, word, _, side = find_job(id, window)

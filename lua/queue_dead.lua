@@ -3,7 +3,7 @@
 -- oldest). KEYS: the queue's keys.
 -- list returns {id, died ms, payload, "<attempts>|<priority>|<error>", ...}; requeue
 -- (attempts reset, unique lock not retaken) and purge (data deleted) return the count.
--- #include "shared/_queue_keys.lua"
+-- #include "shared/_queue_push.lua"
 local op, limit, age = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local ids, died = {}, {}
 if #ARGV > 3 then

@@ -8,7 +8,7 @@
 -- #include "shared/_queue_find.lua"
 local id, window, preview = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local size, head = -1, false
-if redis.call('HEXISTS', K_DATA, id) == 1 then
+if id ~= DATA_PIN and redis.call('HEXISTS', K_DATA, id) == 1 then
   size = redis.call('HSTRLEN', K_DATA, id)
   if preview > 0 and size > 0 and size <= 1048576 then -- a larger payload: no preview
     head = string.sub(redis.call('HGET', K_DATA, id), 1, preview)

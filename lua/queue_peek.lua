@@ -6,6 +6,7 @@
 -- due ms), a lease member (active: score = deadline ms) or an id (dead: score = died ms,
 -- error info "<attempts>|<priority>|<error>"); payload size -1 when the payload is gone.
 -- #include "shared/_queue_keys.lua"
+-- #include "shared/_queue_words.lua"
 local state, offset, count = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local rows, total = {}, 0
 

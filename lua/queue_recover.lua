@@ -1,7 +1,8 @@
 -- Return up to ARGV[1] expired leases to ready, or to the dead set once they used
 -- ARGV[2] attempts. KEYS: the queue's keys.
 -- Returns {requeued, dead, more}: more = 1 when the limit was reached (call again).
--- #include "shared/_queue_keys.lua"
+-- #include "shared/_queue_push.lua"
+-- #include "shared/_queue_bury.lua"
 local limit, max_attempts = tonumber(ARGV[1]), tonumber(ARGV[2])
 local now = now_ms()
 local expired = redis.call('ZRANGEBYSCORE', K_ACTIVE, '-inf', '(' .. int(now), 'LIMIT', 0, limit)

@@ -4,6 +4,8 @@
 -- KEYS: the queue's keys. ARGV: lease members (at most 1000).
 -- Returns {indexes of lost members} (recovered or re-claimed: no longer the caller's).
 -- #include "shared/_queue_leases.lua"
+-- #include "shared/_queue_words.lua"
+-- #include "shared/_queue_push.lua"
 local held, lost = partition(K_ACTIVE, ARGV)
 if #held == 0 then
   return lost

@@ -2,25 +2,27 @@
 -- #include "shared/_lock_flags.lua"
 
 -- Mint a fencing token (1 when fencing is off) and write `job`'s value into slot `key`, with
--- SET's extra arguments `...` ("NX", "GET" for a slot that may be held). Returns false and
--- the holder's value when NX found the slot held; else the token, after entering a `first`
+-- SET's extra argument `...` ("NX" for a slot that may be held). Returns false and the
+-- holder's value when NX found the slot held; else the token, after entering a `first`
 -- holder into the bucket index (with TRACK) and logging the change.
 local function claim(key, first, scope, limit, job, ttl, flags, max_history, ...)
-  local token = bit.band(flags, FENCING) ~= 0 and redis.call("INCR", K_SEQ) or 1
-  local value = string.format("%d:", token) .. (bit.band(flags, WAITED) ~= 0 and "1" or "0") .. ":" .. job
-  local old
-  if tonumber(ttl) > 0 then
-    old = redis.call("SET", key, value, "PX", ttl, ...)
+  local token = flags % (2 * FENCING) >= FENCING and redis.call("INCR", K_SEQ) or 1
+  local value = string.format("%d:", token) .. (flags % (2 * WAITED) >= WAITED and "1" or "0") .. ":" .. job
+  local old -- GET: the holder's value when NX refused, else false
+  if ttl ~= "0" then
+    old = redis.call("SET", key, value, "PX", ttl, "GET", ...)
   else
-    old = redis.call("SET", key, value, ...)
+    old = redis.call("SET", key, value, "GET", ...)
   end
-  if type(old) == "string" then
+  if old then
     return false, old
   end
-  if first and bit.band(flags, TRACK) ~= 0 then
+  if first and flags % (2 * TRACK) >= TRACK then
     redis.call("ZADD", K_INDEX, "0", index_member(scope, limit))
   end
-  changelog(max_history, "locked", scope, job, token)
+  if max_history > 0 then
+    changelog(max_history, "locked", scope, job, token)
+  end
   return token
 end
 
@@ -34,7 +36,7 @@ local function acquire(at, limit, scope, job, ttl, flags, max_history)
   local first = at + 1
   local values
   if limit == 1 then
-    local token, old = claim(KEYS[first], true, scope, limit, job, ttl, flags, max_history, "NX", "GET")
+    local token, old = claim(KEYS[first], true, scope, limit, job, ttl, flags, max_history, "NX")
     if token then
       return token
     end
@@ -46,7 +48,7 @@ local function acquire(at, limit, scope, job, ttl, flags, max_history)
       if values[i] then
         local token, _, holder = parse_slot(values[i])
         if holder == job then
-          return tonumber(token)
+          return token + 0
         end
         held = held + 1
       elseif not free then
@@ -61,10 +63,10 @@ local function acquire(at, limit, scope, job, ttl, flags, max_history)
   for i = 1, limit do
     local token, flag, holder = parse_slot(values[i])
     if holder == job then
-      return tonumber(token)
+      return token + 0
     end
     conflict[i + 1] = holder
-    if bit.band(flags, WAITING) ~= 0 then
+    if flags % (2 * WAITING) >= WAITING then
       local key = KEYS[at + i]
       local ms = redis.call("PTTL", key)
       if ms >= 0 and (conflict[1] < 0 or ms < conflict[1]) then

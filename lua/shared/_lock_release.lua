@@ -1,4 +1,4 @@
--- #include "shared/_lock_slots.lua"
+-- #include "shared/_lock_wake.lua"
 -- Free the slot `job` holds in the scope at KEYS[at]; with a non-empty `expect` only if its
 -- token is that one (the reaper frees exactly what it judged). Wakes one waiter if the slot
 -- was flagged; drops the scope from the bucket index (`track`) when no slot is left.
@@ -26,6 +26,8 @@ local function release(at, limit, scope, job, expect, track, max_history)
   if track and held == 0 then
     redis.call("ZREM", K_INDEX, index_member(scope, limit))
   end
-  changelog(max_history, "unlocked", scope, job, token)
-  return tonumber(token)
+  if max_history > 0 then
+    changelog(max_history, "unlocked", scope, job, token)
+  end
+  return token + 0
 end

@@ -11,8 +11,6 @@ local K_SEQ = KEYS[2]   -- string: the bucket's fencing counter
 local K_LOG = KEYS[3]   -- stream: the bucket's changelog
 local FIRST_SCOPE = 4
 
-local WAKE_TTL_MS = 10000
-
 local function parse_slot(value)
   return string.match(value, "^(%d+):(%d):(.*)$")
 end
@@ -34,26 +32,11 @@ local function read_slots(first, limit)
   return redis.call("MGET", unpack(KEYS, first, first + limit - 1))
 end
 
--- Changelog entry in the bucket's stream (trimmed to max_history); off when max_history is 0.
+-- Changelog entry in the bucket's stream (trimmed to max_history); off when max_history is 0
+-- (the hot paths test that before the call).
 local function changelog(max_history, event, scope, job, token)
   if max_history > 0 then
     redis.call("XADD", K_LOG, "MAXLEN", max_history, "*", "event", event, "lock", scope, "job", job,
       "token", token)
   end
-end
-
--- Wake `n` blocked acquirers of the scope at KEYS[at], plus one spare: a waiter that pops a
--- wake-up and dies before its acquire (killed, interrupted) would otherwise leave the others
--- asleep while a slot is free. The spare's waiter retries at once and, finding the slot
--- taken, flags its holder and sleeps again. Unclaimed wake-ups are capped at `limit` + 1
--- (one per slot that can be free, plus the spare).
-local function wake_waiters(at, n, limit)
-  local wake = KEYS[at]
-  local tokens = {}
-  for i = 1, n + 1 do
-    tokens[i] = "1"
-  end
-  redis.call("LPUSH", wake, unpack(tokens))
-  redis.call("LTRIM", wake, 0, limit)
-  redis.call("PEXPIRE", wake, WAKE_TTL_MS)
 end

@@ -1,4 +1,5 @@
--- #include "shared/_queue_keys.lua"
+-- #include "shared/_queue_words.lua"
+-- #include "shared/_queue_unique.lua"
 -- Find a job by id without an index, in bounded work: the `window` entries at each end of
 -- the lease index, the prioritised lane, the ready list and the delayed set (each end: the
 -- next to be claimed or expire, and the newest). A job deeper in a longer backlog is not

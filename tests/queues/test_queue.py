@@ -182,7 +182,8 @@ def test_fail_dead_letters_and_dead_letter_operations(client: fastlock.Client) -
     assert (again.id, again.attempt, again.payload) == (ids[1], 1, b"b")
     assert queue.purge_dead(limit=1) == 1 and len(queue.dead()) == 1
     assert queue.purge_dead() == 1 and queue.dead() == []
-    assert client.execute("HLEN", queue.key["data"]) == 1  # only the claimed job's payload is left
+    # only the claimed job's payload is left, and the data hash's pin (docs/queues.md, "Key layout")
+    assert sorted(client.execute("HKEYS", queue.key["data"])) == [b"~", again.id.encode()]
 
 
 def test_recover_is_bounded_and_stops_poison_jobs(client: fastlock.Client) -> None:
@@ -320,7 +321,7 @@ def test_fresh_ids_are_unique_across_threads_and_fork(queue: Queue) -> None:
     os.waitpid(pid, 0)
     ids += child
     assert len(child) == 3 and len(set(ids)) == len(ids) == 1206
-    assert queue.client.execute("HLEN", queue.key["data"]) == 1206
+    assert queue.client.execute("HLEN", queue.key["data"]) == 1206 + 1  # and the pin (enqueue_many)
 
 
 def test_batch_limits(queue: Queue) -> None:

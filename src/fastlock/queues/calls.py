@@ -28,8 +28,6 @@ __all__ = [
 
 MAX_BATCH = 1000
 """Most jobs one script call enqueues, claims, completes, extends, recovers or touches."""
-PROMOTE_LIMIT = 100
-"""Most due delayed jobs one claim moves to ready (the rest follow on later claims)."""
 ERROR_LIMIT = 4000
 """Characters of a dead job's error text kept in Redis."""
 MAX_PRIORITY = 2**20
@@ -43,11 +41,13 @@ INTERRUPT_TTL_MS = 60_000
 """An interrupt no wait consumed expires by itself after this long."""
 _PAYLOAD_TYPES = (bytes, str, bytearray, memoryview)
 _EXACT_PAYLOAD_TYPES = frozenset(_PAYLOAD_TYPES)
-_SUFFIXES: tuple[str, ...] = ("ready", "prio", "seq", "delayed", "data", "unique", "wake")
+_SUFFIXES: tuple[str, ...] = ("ready", "data", "wake", "prio", "seq", "delayed", "unique")
 _SUFFIXES += ("active", "fence", "done", "dead", "err")
 """Key suffixes, in the order every queue script receives the keys (lua/shared/_queue_keys.lua):
-the enqueue scripts get the first :data:`_PRODUCER_KEYS`, claim and complete the first
-:data:`_WORKER_KEYS` (each key sent costs the server's Lua time), the others all."""
+a plain enqueue gets the first :data:`_PLAIN_KEYS`, the other enqueues the first
+:data:`_PRODUCER_KEYS`, claim and complete the first :data:`_WORKER_KEYS` (each key sent costs
+the server's Lua time), the others all."""
+_PLAIN_KEYS = 3
 _PRODUCER_KEYS = 7
 _WORKER_KEYS = 10
 
@@ -198,6 +198,7 @@ class QueueBase(Generic[R]):
         self.digester = digester or Digester()
         self.keys = tuple(self.prefix + suffix for suffix in _SUFFIXES)
         self.key = dict(zip(_SUFFIXES, self.keys, strict=True))
+        self.plain_keys = self.keys[:_PLAIN_KEYS]
         self.producer_keys = self.keys[:_PRODUCER_KEYS]
         self.worker_keys = self.keys[:_WORKER_KEYS]
 
@@ -231,7 +232,8 @@ class QueueBase(Generic[R]):
     def _enqueue_call(
         self, payload: object, job_id: object, delay: float | None, priority: int | None, unique: object
     ) -> tuple[Sequence[str], tuple[Any, ...]]:
-        """Keys and arguments of ``queue_enqueue`` (the id first)."""
+        """Keys and arguments of ``queue_enqueue`` (the id first; a plain job's call sends
+        only the keys and arguments it uses)."""
         if type(payload) not in _EXACT_PAYLOAD_TYPES:
             _check_payload(payload)
         keys, mode, digest, ttl = self.producer_keys, "", "", 0
@@ -251,6 +253,8 @@ class QueueBase(Generic[R]):
             raise ValueError(f"job_id must be non-empty and not start with {FRESH_MARK!r} (fresh ids do)")
         delay_ms = 0 if delay is None else duration_ms(delay, "delay", minimum_ms=0)
         level = "" if priority is None else _level(priority)
+        if not (delay_ms or level or mode):
+            return self.plain_keys, (job_id, payload)
         return keys, (job_id, payload, delay_ms, level, mode, digest, ttl)
 
     def _enqueue_many_calls(
@@ -274,17 +278,17 @@ class QueueBase(Generic[R]):
             calls.append(args)
         return calls
 
-    def _claim_args(self, count: int, lease: float | None) -> tuple[int, int, int]:
+    def _claim_args(self, count: int, lease: float | None) -> tuple[int, int]:
         if type(count) is not int or not 1 <= count <= MAX_BATCH:
             checked_int(count, "count", 1, MAX_BATCH)
-        return count, self._default_lease_ms if lease is None else duration_ms(lease, "lease"), PROMOTE_LIMIT
+        return count, self._default_lease_ms if lease is None else duration_ms(lease, "lease")
 
     def _complete_args(self, jobs: Sequence[Job], claim: int, lease: float | None) -> list[Any] | None:
         """Arguments of ``queue_complete``, or None when ``jobs`` is empty (nothing to send)."""
         if type(claim) is not int or not 0 <= claim <= MAX_BATCH:
             checked_int(claim, "claim", 0, MAX_BATCH)
         lease_ms = self._default_lease_ms if lease is None else duration_ms(lease, "lease")
-        args: list[Any] = [self.keep_completed, claim, lease_ms, PROMOTE_LIMIT]
+        args: list[Any] = [self.keep_completed, claim, lease_ms]
         try:
             for job in jobs:  # a loop, not a list comprehension: no function frame per call
                 args.append(job.member)

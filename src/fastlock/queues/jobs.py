@@ -24,7 +24,7 @@ class Member(NamedTuple):
     ``<token>|<attempt>|<priority>|<unique>|<id>`` (docs/queues.md, "Job words and lease
     members"). ``priority`` is ``""`` or a level's digits; ``unique`` is ``""`` or ``d``
     followed by the digest of an ``until_executed`` lock; the id comes last, so it may hold
-    ``|``. The scripts build and split the same format (``lua/shared/_queue_keys.lua``).
+    ``|``. The scripts build and split the same format (``lua/shared/_queue_words.lua``).
     This class is the client's definition of it (:func:`claimed` inlines :meth:`decode`)."""
 
     token: int
