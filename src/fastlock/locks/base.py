@@ -242,13 +242,17 @@ class LockBase(Generic[R]):
 
     def _acquire_call(self, scope: Scope, job_id: str, flags: int, handoff: bool) -> tuple[str, Any, Any]:
         """The acquire script call for ``job_id`` in ``scope``: (name, keys, args). With
-        ``handoff``, ``lock_handoff`` releases the job's queue-time slot in the same script."""
+        ``handoff``, ``lock_handoff`` releases the job's queue-time slot in the same script.
+        ``max_history`` is the last argument, left out when 0 (the scripts' default)."""
+        history = self.manager.max_history
         if handoff:
             queue = self._queue
             keys = (*queue.keys, *scope.keys[3:])
-            args = (job_id, queue.name, scope.name, self._ttl_ms, flags, self.manager.max_history)
+            args = (job_id, queue.name, scope.name, self._ttl_ms, flags, *((history,) if history else ()))
             return "lock_handoff", keys, args
-        return "lock_acquire", scope.keys, (job_id, scope.name, self._ttl_ms, flags, self.manager.max_history)
+        if history:
+            return "lock_acquire", scope.keys, (job_id, scope.name, self._ttl_ms, flags, history)
+        return "lock_acquire", scope.keys, (job_id, scope.name, self._ttl_ms, flags)
 
     def _attempt(self, scope: Scope, job_id: str, handoff: bool = False) -> Operation[Any]:
         """One acquire (re-sent once if its reply was lost): the token or the conflict reply."""
