@@ -90,5 +90,5 @@ def test_an_async_lock_acquire_is_one_operation(client: fastlock.Client) -> None
     lock = locks.lock("op", ttl=5)
     operation = lock._acquiring("me", 0.0)
     step = next(operation)
-    assert step == Call("lock_acquire", lock._main_scope.keys, ("me", lock.digest, 5000, TRACK | FENCING, 0))
+    assert step == Call("lock_acquire", lock._main_scope.keys, ("me", lock.digest, 5000, TRACK | FENCING))
     assert finish(operation, 7) == 7

@@ -16,20 +16,19 @@ import contextlib
 import inspect
 import logging
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar, Unpack
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any, TypeVar
 
 from .. import _ids
 from ..exceptions import LockConflictError, LockNotOwnedError
 from ..locks import admin
-from ..locks.base import EXECUTIONS, LockBase, lost_before_release, token
-from ..locks.conflict import ASYNC_STRATEGIES, AsyncConflict
+from ..locks.base import EXECUTIONS, LockBase, lost_before_release, new_lock, token
+from ..locks.conflict import ASYNC_STRATEGIES, AsyncConflict, StrategySpec
 from ..locks.keys import ChangelogEntry, LockEntry, Scope
 from ..locks.namespace import Namespace
-from ..locks.options import LockOptions
 from ..locks.reaper import MUTEX, ReaperBase, ReapResult
 from ..locks.replies import token_reply
-from ..locks.types import Holder, LockInfo, check_job_id
+from ..locks.types import Holder, LockInfo, LockType, check_job_id
 from ..operations import AsyncRunner
 
 __all__ = ["AsyncLock", "AsyncLockManager", "AsyncReaper"]
@@ -185,10 +184,16 @@ class AsyncLockManager(Namespace[AsyncRunner]):
         digest: str | None = None,
         queue: str | None = None,
         args: Any = None,
-        **options: Unpack[LockOptions],
+        type: str | LockType = LockType.UNTIL_EXECUTED,  # noqa: A002 - the public keyword is type=
+        ttl: float | None = None,
+        timeout: float = 0.0,
+        limit: int = 1,
+        job_id: str | None = None,
+        on_conflict: StrategySpec | Mapping[str, StrategySpec] = None,
     ) -> AsyncLock:
         """An :class:`AsyncLock` (arguments of :meth:`LockManager.lock <fastlock.LockManager.lock>`)."""
-        return AsyncLock(self, self.lock_digest(name, digest, queue, args), name, **options)
+        digest = self.lock_digest(name, digest, queue, args)
+        return new_lock(AsyncLock, self, digest, name, type, ttl, timeout, limit, job_id, on_conflict)
 
     def reaper(self, **options: Any) -> AsyncReaper:
         """An :class:`AsyncReaper` for this namespace (options of :class:`~fastlock.locks.reaper.Reaper`)."""

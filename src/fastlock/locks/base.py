@@ -25,6 +25,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from .. import _ids
+from .._impl import load_core
 from ..exceptions import ArgumentError, LockError
 from ..operations import Call, Command, Operation
 from ..protocol.arguments import MAX_DURATION, duration_ms
@@ -32,15 +33,26 @@ from .conflict import ConflictBase, Strategy, StrategySpec, resolve_strategy
 from .keys import RUNTIME, Scope
 from .namespace import Namespace
 from .replies import holders_reply
-from .types import MAX_LIMIT, WAITED, WAITING, Holder, LockInfo, LockType, check_job_id, check_limit
+from .types import (
+    _BY_NAME,
+    MAX_LIMIT,
+    WAITED,
+    WAITING,
+    Holder,
+    LockInfo,
+    LockType,
+    check_job_id,
+    check_limit,
+)
 from .waiting import attempt, wait_for
 
 if TYPE_CHECKING:
     from ..operations import AsyncRunner, Runner
 
-__all__ = ["EXECUTIONS", "Execution", "LockBase", "lost_before_release", "token"]
+__all__ = ["EXECUTIONS", "Execution", "LockBase", "lost_before_release", "new_lock", "token"]
 
 R = TypeVar("R", bound="Runner | AsyncRunner")
+L = TypeVar("L", bound="LockBase[Any]")
 logger = logging.getLogger("fastlock.lock")
 
 # The members as globals: an attribute of an Enum class is slow to read (its metaclass has
@@ -230,13 +242,17 @@ class LockBase(Generic[R]):
 
     def _acquire_call(self, scope: Scope, job_id: str, flags: int, handoff: bool) -> tuple[str, Any, Any]:
         """The acquire script call for ``job_id`` in ``scope``: (name, keys, args). With
-        ``handoff``, ``lock_handoff`` releases the job's queue-time slot in the same script."""
+        ``handoff``, ``lock_handoff`` releases the job's queue-time slot in the same script.
+        ``max_history`` is the last argument, left out when 0 (the scripts' default)."""
+        history = self.manager.max_history
         if handoff:
             queue = self._queue
             keys = (*queue.keys, *scope.keys[3:])
-            args = (job_id, queue.name, scope.name, self._ttl_ms, flags, self.manager.max_history)
+            args = (job_id, queue.name, scope.name, self._ttl_ms, flags, *((history,) if history else ()))
             return "lock_handoff", keys, args
-        return "lock_acquire", scope.keys, (job_id, scope.name, self._ttl_ms, flags, self.manager.max_history)
+        if history:
+            return "lock_acquire", scope.keys, (job_id, scope.name, self._ttl_ms, flags, history)
+        return "lock_acquire", scope.keys, (job_id, scope.name, self._ttl_ms, flags)
 
     def _attempt(self, scope: Scope, job_id: str, handoff: bool = False) -> Operation[Any]:
         """One acquire (re-sent once if its reply was lost): the token or the conflict reply."""
@@ -313,3 +329,47 @@ class LockBase(Generic[R]):
     def __repr__(self) -> str:
         label, kind = self.name or self.digest, self.type.value
         return f"<fastlock.{type(self).__name__} {label} type={kind} limit={self.limit} ttl={self.ttl}>"
+
+
+def _new_lock(
+    cls: type[L],
+    manager: Any,
+    digest: str,
+    name: str | None,
+    kind: str | LockType,
+    ttl: float | None,
+    timeout: float,
+    limit: int,
+    job_id: str | None,
+    on_conflict: StrategySpec | Mapping[str, StrategySpec],
+) -> L:
+    """``cls(manager, digest, name, type=kind, ttl=ttl, ...)``: how the managers build locks."""
+    return cls(
+        manager,
+        digest,
+        name,
+        type=kind,
+        ttl=ttl,
+        timeout=timeout,
+        limit=limit,
+        job_id=job_id,
+        on_conflict=on_conflict,
+    )
+
+
+# new_lock is the Cython core's twin of _new_lock (``locks/new.pxi``): the same lock, the
+# common options' slots set in C without the class call; it is told the lock vocabulary here.
+_SPEC = (
+    LockType,
+    _UNTIL_EXPIRED,
+    _WHILE_EXECUTING_REJECT,
+    _BY_NAME,
+    tuple(_QUEUED),
+    _NO_STRATEGIES,
+    MAX_DURATION,
+    MAX_LIMIT,
+)
+_CORE = load_core()[1]
+if hasattr(_CORE, "_lock_spec"):
+    _CORE._lock_spec(*_SPEC)
+new_lock = _new_lock if TYPE_CHECKING else getattr(_CORE, "_lock_new", _new_lock)

@@ -3,17 +3,18 @@ locks, its reaper and its admin (the operations of :mod:`fastlock.locks.admin`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any, Unpack
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from ..operations import Runner
 from . import admin
+from .base import new_lock
+from .conflict import StrategySpec
 from .keys import ChangelogEntry, LockEntry, Scope
 from .lock import Lock
 from .namespace import Namespace
-from .options import LockOptions
 from .reaper import Reaper
-from .types import Holder
+from .types import Holder, LockType
 
 __all__ = ["LockManager"]
 
@@ -40,12 +41,18 @@ class LockManager(Namespace[Runner]):
         digest: str | None = None,
         queue: str | None = None,
         args: Any = None,
-        **options: Unpack[LockOptions],
+        type: str | LockType = LockType.UNTIL_EXECUTED,  # noqa: A002 - the public keyword is type=
+        ttl: float | None = None,
+        timeout: float = 0.0,
+        limit: int = 1,
+        job_id: str | None = None,
+        on_conflict: StrategySpec | Mapping[str, StrategySpec] = None,
     ) -> Lock:
-        """A lock on ``digest``, or on the digest of (``name``, ``queue``, ``args``);
-        ``options`` (``type``, ``ttl``, ``timeout``, ``limit``, ``job_id``, ``on_conflict``:
-        :class:`~fastlock.locks.options.LockOptions`) are :class:`Lock`'s."""
-        return Lock(self, self.lock_digest(name, digest, queue, args), name, **options)
+        """A lock on ``digest``, or on the digest of (``name``, ``queue``, ``args``); the other
+        options are :class:`Lock`'s (checked there; the common ones by the Cython core, which
+        builds the same lock without the class call: :func:`~fastlock.locks.base.new_lock`)."""
+        digest = self.lock_digest(name, digest, queue, args)
+        return new_lock(Lock, self, digest, name, type, ttl, timeout, limit, job_id, on_conflict)
 
     def reaper(self, **options: Any) -> Reaper:
         """A :class:`~fastlock.locks.reaper.Reaper` for this namespace (options: see there)."""

@@ -165,8 +165,11 @@ class Namespace(Generic[R]):
         return Call("lock_release", scope.keys, self.release_args(scope, job_id, token))
 
     def release_args(self, scope: Scope, job_id: str, token: str | int = "") -> tuple[Any, ...]:
-        """The arguments of :meth:`release_call` (the hot path calls with them directly)."""
-        return (job_id, scope.name, token, self.track, self.max_history)
+        """The arguments of :meth:`release_call` (the hot path calls with them directly);
+        ``max_history`` last, left out when 0 (the script's default)."""
+        if self.max_history:
+            return (job_id, scope.name, token, self.track, self.max_history)
+        return (job_id, scope.name, token, self.track)
 
     def releasing(self, scope: Scope, job_id: str, token: str | int = "") -> Operation[int | None]:
         """:meth:`release_call` as an operation."""

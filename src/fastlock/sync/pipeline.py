@@ -8,6 +8,7 @@ as it is queued, its EVALSHA head encoded once per script, ``call`` with no Pyth
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -158,14 +159,21 @@ def _execute_many(runner: Runner) -> Callable[[Any], list[Any]]:
     return lambda queue: runner.execute_many(queue.commands)
 
 
-class BoundScript:
-    """A script bound to a client: ``bound(keys, args)`` is ``client.call(bound.name, keys, args)``."""
+class BoundScript(functools.partial[Any]):
+    """A script bound to a client: ``bound(keys=(), args=(), *, busy_timeout=None)`` is
+    ``client.call(bound.name, keys, args, busy_timeout=busy_timeout)``. It is that call with
+    the name bound (a :func:`functools.partial` of the client's ``call``), so no Python frame
+    runs between the caller and the core's ``ScriptCaller.call``."""
 
     __slots__ = ("client", "script")
+    client: Runner
+    script: Script
 
-    def __init__(self, client: Runner, script: Script) -> None:
-        self.client = client
-        self.script = script
+    def __new__(cls, client: Runner, script: Script) -> BoundScript:
+        bound = super().__new__(cls, client.call, script.name)
+        bound.client = client
+        bound.script = script
+        return bound
 
     @property
     def name(self) -> str:
@@ -174,11 +182,6 @@ class BoundScript:
     @property
     def sha(self) -> str:
         return self.script.sha
-
-    def __call__(
-        self, keys: Sequence[Any] = (), args: Sequence[Any] = (), *, busy_timeout: float | None = None
-    ) -> Any:
-        return self.client.call(self.script.name, keys, args, busy_timeout=busy_timeout)
 
     def __repr__(self) -> str:
         return f"<fastlock.BoundScript {self.script.name} sha={self.script.sha[:12]}>"
