@@ -21,6 +21,7 @@ from ..testing.servers import TempServer
 from . import admin, instructions, workloads
 from .bench import EVALSHA_SCRIPT, Figures, c_floor, pin, render_table, run_workloads
 from .floor import replay_binary
+from .instruction_paths import WORKLOAD
 
 
 def demo(url: str) -> None:
@@ -74,11 +75,11 @@ def _count_instructions(
     counted = [f for f in figures if f.commands_per_op is not None]
     if progress is not None:
         progress(0, 1, "client instructions (callgrind)")
-    measured = instructions.measure([f.name for f in counted], impl=__impl__)
+    measured = instructions.measure([WORKLOAD + f.name for f in counted], impl=__impl__)
     if progress is not None:
         progress(1, 1, "done")
     for f in counted:
-        f.instructions_per_op = measured.per_op.get(f.name)
+        f.instructions_per_op = measured.per_op[WORKLOAD + f.name]
     return None
 
 

@@ -18,6 +18,7 @@ __all__ = [
     "PATHS",
     "PIPELINE",
     "Op",
+    "WORKLOAD",
     "Path_",
     "by_name",
     "hiredis_command",
@@ -197,22 +198,25 @@ ratios are gated on every toolchain; their budgets only where the toolchain's ta
 them (``--update`` on that toolchain writes them): a table without them is still complete."""
 
 
+WORKLOAD = "workload: "
+"""The prefix of a workload path's name: ``WORKLOAD + workload.name``."""
+
+
 def workload_paths() -> tuple[Path_, ...]:
-    """A path per counted workload of :mod:`fastlock.tools.workloads`, named as the workload
-    (the instructions column of ``python -m fastlock bench``), on the core the child loads by
-    default (see :func:`measure`'s ``impl``); a batched one collects whole batches."""
+    """A path per counted workload of :mod:`fastlock.tools.workloads`, named ``WORKLOAD`` +
+    its name (the instructions column of ``python -m fastlock bench``), on the core the child
+    loads by default (see :func:`measure`'s ``impl``); a batched one collects whole batches."""
     from .workloads import ALL
 
     return tuple(
-        Path_(w.name, _workload(w.name), max(300, 10 * w.batch), max(100, 3 * w.batch), cython=False)
+        Path_(
+            WORKLOAD + w.name, _workload(w.name), max(300, 10 * w.batch), max(100, 3 * w.batch), cython=False
+        )
         for w in ALL
         if w.counted
     )
 
 
 def by_name() -> dict[str, Path_]:
-    """Every path by name (a gated path before a workload's of the same name)."""
-    found: dict[str, Path_] = {}
-    for path in (*PATHS, *CLUSTER_PATHS, *workload_paths()):
-        found.setdefault(path.name, path)
-    return found
+    """Every path by name."""
+    return {path.name: path for path in (*PATHS, *CLUSTER_PATHS, *workload_paths())}
