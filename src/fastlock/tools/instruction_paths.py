@@ -208,13 +208,11 @@ def workload_paths() -> tuple[Path_, ...]:
     loads by default (see :func:`measure`'s ``impl``); a batched one collects whole batches."""
     from .workloads import ALL
 
-    return tuple(
-        Path_(
-            WORKLOAD + w.name, _workload(w.name), max(300, 10 * w.batch), max(100, 3 * w.batch), cython=False
-        )
-        for w in ALL
-        if w.counted
-    )
+    paths = []
+    for w in (w for w in ALL if w.counted):
+        ops, warmup = w.batch * max(10, 300 // w.batch), w.batch * max(3, 100 // w.batch)
+        paths.append(Path_(WORKLOAD + w.name, _workload(w.name), ops, warmup, cython=False))
+    return tuple(paths)
 
 
 def by_name() -> dict[str, Path_]:
