@@ -195,13 +195,17 @@ def test_unwritten_commands_are_sent_again_on_a_fresh_connection(run: Run, redis
     run(main())
 
 
-def test_connection_cut_fails_written_commands_as_sent(run: Run, proxy: TcpProxy, impl: str) -> None:
+def test_connection_cut_fails_written_commands_as_sent(
+    run: Run, proxy: TcpProxy, server: Any, impl: str
+) -> None:
     async def main() -> None:
         async with Client(proxy.url, impl=impl) as client:
             await client.execute("PING")
             proxy.hold_replies()
             task = asyncio.create_task(client.execute("INCR", "n"))
             await _until(lambda: client.pool.connections[0].awaiting_replies == 1)
+            # the proxy has passed the INCR on once the server has run it; only the reply is cut
+            await _until(lambda: server.raw_command("GET", "n") == b"$1\r\n1\r\n")
             proxy.cut()
             with pytest.raises(fastlock.ConnectionError) as info:
                 await task
