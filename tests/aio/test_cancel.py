@@ -220,6 +220,7 @@ FUZZ_CALLS = int(os.environ.get("FASTLOCK_AIO_FUZZ_CALLS", "20000"))
 """Calls of the cancellation fuzz (issue 12's target run: 1000000)."""
 
 
+@pytest.mark.slow  # slow tier: 20,000 calls
 def test_cancellation_fuzz(run: Run, loop: str, proxy: TcpProxy, impl: str) -> None:
     """Calls through a proxy whose reply delay keeps changing, some cancelled at random moments,
     some with tiny timeouts: every reply reaches its own caller, no call runs twice, a call

@@ -46,7 +46,7 @@ from chaos_workers import NEVER, Report, Shared, claim_worker, lock_worker, tick
 from fastlock.testing.cluster import TempCluster, wait_until
 from fastlock.testing.sentinel import TempSentinels
 
-pytestmark = pytest.mark.fault
+pytestmark = [pytest.mark.fault, pytest.mark.slow]  # slow tier: processes through failovers
 
 WAIT = (1, 500)
 PROCESSES = 3

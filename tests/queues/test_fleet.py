@@ -24,7 +24,7 @@ from fastlock.queues.jobs import Job, Member
 from fastlock.queues.queue import Queue
 from fastlock.queues.worker import Worker
 
-pytestmark = pytest.mark.fault
+pytestmark = [pytest.mark.fault, pytest.mark.slow]  # slow tier: worker processes
 
 JOBS = int(os.environ.get("FASTLOCK_FLEET_JOBS", "2000"))
 LEASE = 1.0

@@ -24,7 +24,7 @@ from fastlock.queues.queue import Queue
 from fastlock.queues.worker import TRANSIENT, Worker
 from fastlock.testing.servers import ExternalServer, TempServer
 
-pytestmark = pytest.mark.fault
+pytestmark = [pytest.mark.fault, pytest.mark.slow]  # slow tier: worker processes
 
 LEASE = 0.4
 RETRY_IN = 0.25

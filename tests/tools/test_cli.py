@@ -16,6 +16,8 @@ import pytest
 import fastlock
 from fastlock.queues.jobs import Unique
 
+pytestmark = pytest.mark.slow  # slow tier: a subprocess per command
+
 
 def cli(*args: str, url: str | None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "fastlock", *args, *(["--url", url] if url else [])]
