@@ -13,6 +13,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
+from harness.size import sized
 
 import fastlock
 import fastlock.aio.connection
@@ -216,7 +217,7 @@ def test_connection_cut_fails_written_commands_as_sent(
     run(main())
 
 
-FUZZ_CALLS = int(os.environ.get("FASTLOCK_AIO_FUZZ_CALLS", "20000"))
+FUZZ_CALLS = sized(20000, 5000, "FASTLOCK_AIO_FUZZ_CALLS")
 """Calls of the cancellation fuzz (issue 12's target run: 1000000)."""
 
 
