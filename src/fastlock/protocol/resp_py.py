@@ -6,6 +6,7 @@ what hiredis returns and raises what it raises. Nothing here touches a socket or
 from __future__ import annotations
 
 import math
+import operator
 import re
 from collections.abc import Iterable
 from typing import Any, final
@@ -20,6 +21,7 @@ from .arguments import (
     NOT_UTF8,
     argument_type_error,
     argument_value_error,
+    feed_range_error,
     reply_too_long,
     too_long,
 )
@@ -170,6 +172,14 @@ NOT_ENOUGH: Any = object()
 """What :meth:`ReplyReader.gets` returns while a reply is incomplete."""
 
 
+def _ssize(value: Any) -> int:
+    """``value`` as a C ``Py_ssize_t`` argument: the Cython core's (and hiredis's) errors."""
+    number: int = operator.index(value)
+    if not -(2**63) <= number < 2**63:
+        raise OverflowError("Python int too large to convert to C ssize_t")
+    return number
+
+
 def _integer(text: bytes) -> int | None:
     """The value of a strict 64-bit decimal (no sign but ``-``, no leading zero), or None."""
     if _INTEGER.fullmatch(text) is None:
@@ -266,10 +276,24 @@ class ReplyReader:
         self._max_elements = max_elements
 
     def feed(self, data: Any, offset: int = 0, length: int = -1) -> None:
-        """Add received bytes (any buffer; ``offset``/``length`` select a slice)."""
+        """Add received bytes (any buffer; ``offset``/``length`` select a slice, ``length`` -1
+        to the end): as hiredis, any other range than one inside the buffer is refused."""
+        offset, length = _ssize(offset), _ssize(length)  # converted first, as C arguments are
         view = memoryview(data).cast("B")
+        size = len(view)
+        taken = length
+        if taken == -1:
+            taken = size - offset if 0 <= offset <= size else -1
+        if offset < 0 or offset > size or taken < 0 or taken > size - offset:
+            raise feed_range_error(offset, length, size)
         if not self._error:
-            self._buf += view[offset:] if length < 0 else view[offset : offset + length]
+            self._buf += view[offset : offset + taken]
+
+    def _take(self, data: bytearray, n: int) -> None:
+        """Feed the first ``n`` bytes of ``data`` (0 <= n <= its size): the connection's
+        ``recv_into`` buffer, without ``feed``'s checks (the Cython reader's ``_take``)."""
+        if not self._error:
+            self._buf += memoryview(data)[:n]
 
     def has_data(self) -> bool:
         """Whether received bytes wait to be parsed (a partial or a further reply)."""
