@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Coroutine, Sequence
 from typing import Any
 
-from ..exceptions import ResponseError
+from ..exceptions import ArgumentError, ResponseError
 from ..operations import AsyncRunner
 from ..protocol.commands import refuse_connection_state
 from ..scripts.registry import Script
@@ -27,7 +27,7 @@ class Pipeline:
         """Queue one command (refused like in :meth:`Client.execute
         <fastlock.aio.Client.execute>`); returns the pipeline so calls can be chained."""
         if not args:
-            raise ValueError("a command needs at least its name")
+            raise ArgumentError("a command needs at least its name")
         refuse_connection_state(args)
         self._commands.append(args)
         return self

@@ -119,7 +119,7 @@ cdef class ReplyReader:
             if length < 0:
                 length = view.len - offset
             if offset < 0 or length < 0 or offset + length > view.len:
-                raise ValueError("offset and length must select bytes of the buffer")
+                raise ArgumentError("offset and length must select bytes of the buffer")
             self._accept(data, <const char*>view.buf, offset, length)
         finally:
             PyBuffer_Release(&view)

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from .._impl import CoreBatch
-from ..exceptions import BusyError, NoScriptError, ResponseError
+from ..exceptions import ArgumentError, BusyError, NoScriptError, ResponseError
 from ..operations import Runner
 from ..protocol.commands import refuse_connection_state
 from ..scripts.errors import lua_error
@@ -55,7 +55,7 @@ class Pipeline:
         """Queue one command (refused like in :meth:`Client.execute <fastlock.Client.execute>`);
         returns the pipeline so calls can be chained."""
         if not args:
-            raise ValueError("a command needs at least its name")
+            raise ArgumentError("a command needs at least its name")
         refuse_connection_state(args)
         self._batch.command(args)
         return self
