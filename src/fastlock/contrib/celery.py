@@ -36,6 +36,7 @@ from typing import Any, ClassVar
 from celery import Task
 from celery.utils import uuid
 
+from ..exceptions import ArgumentError
 from ..locks.lock import Lock
 from ..locks.options import LockOptions
 from .clients import client_for_url
@@ -68,7 +69,7 @@ class UniqueTask(Task):  # type: ignore[misc]  # celery is untyped
         conf = self.app.conf
         url = self.lock_url or conf.get("fastlock_url") or conf.broker_url or ""
         if not url.startswith(_REDIS_SCHEMES):
-            raise ValueError(f"task {self.name}: set lock_url or fastlock_url to a Redis URL, not {url!r}")
+            raise ArgumentError(f"task {self.name}: set lock_url or fastlock_url to a Redis URL, not {url!r}")
         return self.unique_job.lock(client_for_url(url), None, args or (), kwargs, digest)
 
     def _carried(self, task_id: str | None) -> str | None:
