@@ -28,7 +28,7 @@ from ..locks.keys import ChangelogEntry, LockEntry, Scope
 from ..locks.namespace import Namespace
 from ..locks.reaper import MUTEX, ReaperBase, ReapResult
 from ..locks.replies import token_reply
-from ..locks.types import Holder, LockInfo, LockType, check_job_id
+from ..locks.types import TTL_REQUIRED, Holder, LockInfo, LockType, check_job_id
 from ..operations import AsyncRunner
 
 __all__ = ["AsyncLock", "AsyncLockManager", "AsyncReaper"]
@@ -185,7 +185,7 @@ class AsyncLockManager(Namespace[AsyncRunner]):
         queue: str | None = None,
         args: Any = None,
         type: str | LockType = LockType.UNTIL_EXECUTED,  # noqa: A002 - the public keyword is type=
-        ttl: float | None = None,
+        ttl: float | None = TTL_REQUIRED,
         timeout: float = 0.0,
         limit: int = 1,
         job_id: str | None = None,

@@ -40,9 +40,11 @@ from .types import (
     WAITING,
     Holder,
     LockInfo,
+    TTL_REQUIRED,
     LockType,
     check_job_id,
     check_limit,
+    missing_ttl,
 )
 from .waiting import attempt, wait_for
 
@@ -157,7 +159,7 @@ class LockBase(Generic[R]):
         name: str | None = None,
         *,
         type: str | LockType = LockType.UNTIL_EXECUTED,  # noqa: A002 - the public keyword is type=
-        ttl: float | None = None,
+        ttl: float | None = TTL_REQUIRED,
         timeout: float = 0.0,
         limit: int = 1,
         job_id: str | None = None,
@@ -170,6 +172,8 @@ class LockBase(Generic[R]):
             ttl_ms = 0
         elif (ttl.__class__ is float or ttl.__class__ is int) and 0.001 <= ttl <= MAX_DURATION:
             ttl_ms = round(ttl * 1000)  # duration_ms's result without its call (3.9k instructions)
+        elif ttl is TTL_REQUIRED:
+            raise missing_ttl(timeout)
         else:
             ttl_ms = duration_ms(ttl, "ttl")
         if timeout.__class__ is not float or timeout != 0.0:  # the default 0.0 is valid: no call
