@@ -36,11 +36,11 @@ from .replies import holders_reply
 from .types import (
     _BY_NAME,
     MAX_LIMIT,
+    TTL_REQUIRED,
     WAITED,
     WAITING,
     Holder,
     LockInfo,
-    TTL_REQUIRED,
     LockType,
     check_job_id,
     check_limit,
