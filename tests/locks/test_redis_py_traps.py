@@ -5,6 +5,7 @@ both cores and on every entry point."""
 from __future__ import annotations
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -54,3 +55,26 @@ def test_a_unique_job_without_ttl_is_refused_when_declared() -> None:
     with pytest.raises(fastlock.ArgumentError, match=re.escape("ttl=None")):
         UniqueJob("report", {"type": "until_executed"})
     assert UniqueJob("report", {"ttl": None}).options == {"ttl": None}
+
+
+def test_the_coming_from_redis_py_equivalents(client: Any) -> None:
+    """Each kept difference of docs/locks.md "Coming from redis-py", and its one-line equivalent."""
+    lock = client.lock("k", ttl=10)
+    with pytest.raises(fastlock.LockError, match="timeout"):
+        lock.acquire(blocking=True)  # no wait for ever by default: a wait is named
+    token = lock.acquire(blocking=False)
+    assert type(token) is int and token > 0
+    assert lock.acquire() == token  # a second acquire: the same token (idempotent)
+    assert lock.job_id in {h.job_id for h in lock.holders()}  # redis-py's owned()
+    assert lock.extend(ttl=3) == token and round(lock.holders()[0].ttl or 0) == 3  # extend resets
+    assert lock.extend(ttl=lock.holders()[0].ttl + 5) == token  # redis-py's extend(5): adds
+    assert round(lock.holders()[0].ttl or 0) == 8
+    assert lock.extend() == token and round(lock.holders()[0].ttl or 0) == 10  # reacquire()
+    assert lock.release() == token
+    assert lock.release() is None  # not held: None, not an error
+    with lock as entered:
+        assert type(entered) is int and entered > token  # the fencing token, not the lock
+    handed = client.lock("k", ttl=10, job_id="worker-1")  # redis-py's thread_local=False
+    with ThreadPoolExecutor(1) as pool:
+        taken = pool.submit(handed.acquire).result()
+    assert taken is not None and handed.release() == taken

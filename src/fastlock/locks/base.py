@@ -115,8 +115,10 @@ def token(reply: Any) -> int | None:
 class LockBase(Generic[R]):
     """A lock on one digest; build it with ``client.lock(...)`` or ``manager.lock(...)``.
 
-    Every object acting on one digest must use the same ``type`` and ``limit`` (they are
-    part of the job's definition, as in sidekiq-unique-jobs). ``job_id`` is the holder id
+    ``ttl`` is required: seconds, or an explicit ``None`` for a lock that never expires
+    (:data:`~fastlock.locks.types.TTL_REQUIRED`; ``ArgumentError`` without it). Every object
+    acting on one digest must use the same ``type`` and ``limit`` (they are part of the
+    job's definition, as in sidekiq-unique-jobs). ``job_id`` is the holder id
     the primitives use when called without one: if omitted, an id unique to this object
     *and the calling thread and process* (for an async lock: the calling task), so threads
     or tasks sharing the object are distinct holders; a given ``job_id`` is one holder
