@@ -68,6 +68,11 @@ INSTRUCTION_PATHS = {
 budgets.toml, measured by bench/instructions.py)."""
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """No xdist workers for ``-n auto`` (pyproject's addopts): benchmarks run serial and pinned."""
+    return 0
+
+
 @pytest.fixture(scope="session", autouse=True)
 def pinned() -> Iterator[None]:
     """Pin this process to the client CPU for the whole benchmark session."""

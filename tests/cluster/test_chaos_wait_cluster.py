@@ -17,6 +17,8 @@ from fastlock.cluster.durability import ReplicationError
 from fastlock.protocol.slots import key_slot
 from fastlock.testing.cluster import TempCluster, wait_until
 
+pytestmark = pytest.mark.slow  # slow tier: cluster failovers
+
 NAMES = [f"job-{i}" for i in range(6)]
 
 
