@@ -1,10 +1,10 @@
-"""``AsyncClusterClient``: an :class:`~fastlock.operations.AsyncRunner` over a Redis/Valkey
+"""``AsyncClusterClient``: a :class:`~fastlock.operations.AsyncRunner` over a Redis/Valkey
 Cluster, one :class:`fastlock.aio.Client` per node (its pool, retry policy and script-call
 policy, NOSCRIPT repaired per node), all sharing one script registry and settings.
 
-This file is the source of the sync :class:`~fastlock.cluster.ClusterClient` too:
-``tools/async_to_sync.py`` writes ``cluster/client.py`` from it (``if True:  # ASYNC`` blocks
-hold what only one side does; the ``else`` part is the sync side's).
+``cluster/aio.py`` is the source of both cluster clients: ``tools/async_to_sync.py`` writes the
+sync ``cluster/client.py`` from it (an ``if True:  # ASYNC`` block holds what one side does
+alone, its ``else`` part the sync side's).
 
 A call goes to the primary of the slot of its first key (:mod:`fastlock.cluster.routing`: no
 extra round trip); a redirect or a wait reply runs :func:`~fastlock.cluster.routing.redirected`.
@@ -461,4 +461,4 @@ async def _sent(node: Client, asking: bool, args: tuple[Any, ...]) -> Any:
 
 
 if TYPE_CHECKING:
-    _RUNNER: type[AsyncRunner] = AsyncClusterClient  # mypy checks that it is an AsyncRunner
+    _RUNNER: type[AsyncRunner] = AsyncClusterClient  # mypy checks the runner protocol
