@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mappi
 from typing import Any, TypeVar
 
 from .. import _ids
-from ..exceptions import LockConflictError, LockNotOwnedError
+from ..exceptions import LockConflictError, LockNotOwnedError, UsageError
 from ..locks import admin
 from ..locks.base import EXECUTIONS, LockBase, lost_before_release, new_lock, token
 from ..locks.conflict import ASYNC_STRATEGIES, AsyncConflict, StrategySpec
@@ -322,7 +322,7 @@ class AsyncReaper(ReaperBase[AsyncRunner]):
     def start(self) -> asyncio.Task[None]:
         """Run a pass now and every ``interval`` seconds in a task."""
         if self._task is not None and not self._task.done():
-            raise RuntimeError("this reaper is already running")
+            raise UsageError("this reaper is already running")
         self._task = asyncio.create_task(self._loop(), name="fastlock-reaper")
         return self._task
 

@@ -74,7 +74,7 @@ class UniqueTask(Task):  # type: ignore[misc]  # celery is untyped
         conf = self.app.conf
         url = self.lock_url or conf.get("fastlock_url") or conf.broker_url or ""
         if not url.startswith(_REDIS_SCHEMES):
-            raise ValueError(f"task {self.name}: set lock_url or fastlock_url to a Redis URL, not {url!r}")
+            raise ArgumentError(f"task {self.name}: set lock_url or fastlock_url to a Redis URL, not {url!r}")
         return self.unique_job.lock(client_for_url(url), None, args or (), kwargs, digest)
 
     def _carried(self, task_id: str | None) -> str | None:

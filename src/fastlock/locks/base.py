@@ -279,7 +279,7 @@ class LockBase(Generic[R]):
     def _extend_call(self, job_id: str | None, ttl: float | None) -> Call:
         """The extend call (after :meth:`_bind`); :func:`token_reply` reads its reply."""
         if ttl is None and self.ttl is None:
-            raise ValueError("extend needs a ttl (the lock has none)")
+            raise LockError("extend needs a ttl (the lock has none): pass extend(ttl=...)")
         ttl_ms = self._ttl_ms if ttl is None else duration_ms(ttl, "ttl")
         keys = (self._main_scope or self._bind()).keys
         if self.type is _UNTIL_AND_WHILE_EXECUTING:

@@ -6,11 +6,12 @@ what hiredis returns and raises what it raises. Nothing here touches a socket or
 from __future__ import annotations
 
 import math
+import operator
 import re
 from collections.abc import Iterable
 from typing import Any, final
 
-from ..exceptions import ProtocolError
+from ..exceptions import ArgumentError, ArgumentTypeError, ProtocolError
 from .arguments import (
     BAD_MAP_KEY,
     MAX_BULK_LENGTH,
@@ -20,6 +21,7 @@ from .arguments import (
     NOT_UTF8,
     argument_type_error,
     argument_value_error,
+    feed_range_error,
     reply_too_long,
     too_long,
 )
@@ -86,7 +88,7 @@ def _put_bulks(out: list[bytes], values: Iterable[Any], kind: int, command: int)
 
 def put_command(out: list[bytes], args: tuple[Any, ...], command: int) -> None:
     if not args:
-        raise ValueError("a command needs at least its name")
+        raise ArgumentError("a command needs at least its name")
     out.append(b"*%d\r\n" % len(args))
     _put_bulks(out, args, 0, command)
 
@@ -122,7 +124,7 @@ def put_evalsha(
 def put_pipeline(out: list[bytes], commands: Iterable[tuple[Any, ...]]) -> None:
     for i, command in enumerate(commands):
         if not isinstance(command, tuple):
-            raise TypeError(f"Expected tuple, got {type(command).__name__}")
+            raise ArgumentTypeError(f"Expected tuple, got {type(command).__name__}")
         put_command(out, command, i)
 
 
@@ -168,6 +170,14 @@ _MAX_DEPTH = 1024  # hiredis's REDIS_READER_MAX_REPLY_DEPTH
 _BAD_VERBATIM = "Verbatim string 4 bytes of content type are missing or incorrectly encoded."
 NOT_ENOUGH: Any = object()
 """What :meth:`ReplyReader.gets` returns while a reply is incomplete."""
+
+
+def _ssize(value: Any) -> int:
+    """``value`` as a C ``Py_ssize_t`` argument: the Cython core's (and hiredis's) errors."""
+    number: int = operator.index(value)
+    if not -(2**63) <= number < 2**63:
+        raise OverflowError("Python int too large to convert to C ssize_t")
+    return number
 
 
 def _integer(text: bytes) -> int | None:
@@ -266,10 +276,24 @@ class ReplyReader:
         self._max_elements = max_elements
 
     def feed(self, data: Any, offset: int = 0, length: int = -1) -> None:
-        """Add received bytes (any buffer; ``offset``/``length`` select a slice)."""
+        """Add received bytes (any buffer; ``offset``/``length`` select a slice, ``length`` -1
+        to the end): as hiredis, any other range than one inside the buffer is refused."""
+        offset, length = _ssize(offset), _ssize(length)  # converted first, as C arguments are
         view = memoryview(data).cast("B")
+        size = len(view)
+        taken = length
+        if taken == -1:
+            taken = size - offset if 0 <= offset <= size else -1
+        if offset < 0 or offset > size or taken < 0 or taken > size - offset:
+            raise feed_range_error(offset, length, size)
         if not self._error:
-            self._buf += view[offset:] if length < 0 else view[offset : offset + length]
+            self._buf += view[offset : offset + taken]
+
+    def _take(self, data: bytearray, n: int) -> None:
+        """Feed the first ``n`` bytes of ``data`` (0 <= n <= its size): the connection's
+        ``recv_into`` buffer, without ``feed``'s checks (the Cython reader's ``_take``)."""
+        if not self._error:
+            self._buf += memoryview(data)[:n]
 
     def has_data(self) -> bool:
         """Whether received bytes wait to be parsed (a partial or a further reply)."""
