@@ -47,7 +47,7 @@ def _sync_cases(
 ) -> Iterator[tuple[str, Callable[[], object]]]:
     script = client.register_script("return 1", name="taken")
     queue = client.queue("errors")
-    yield "lock.extend without a ttl", lambda: client.lock("no-ttl").extend()
+    yield "lock.extend without a ttl", lambda: client.lock("no-ttl", ttl=None).extend()
     yield "enqueue a job_id of the fresh mark", lambda: queue.enqueue(b"p", job_id="~x")
     yield "enqueue an empty job_id", lambda: queue.enqueue(b"p", job_id="")
     yield "peek an unknown state", lambda: queue.peek("bogus")
