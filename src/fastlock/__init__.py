@@ -51,6 +51,7 @@ from .exceptions import (
     TimeoutError,
     TryAgainError,
     UnkillableError,
+    UsageError,
     WrongTypeError,
 )
 from .locks.conflict import Conflict
@@ -137,6 +138,7 @@ __all__ = [
     "TryAgainError",
     "Unique",
     "UnkillableError",
+    "UsageError",
     "Worker",
     "WrongTypeError",
     "__impl__",

@@ -33,7 +33,9 @@ import socket
 import hiredis
 
 from . import exceptions
-from .exceptions import ConnectionError, ProtocolError, ResponseError, TimeoutError
+from .exceptions import (
+    ArgumentError, ArgumentTypeError, ConnectionError, ProtocolError, ResponseError, TimeoutError,
+)
 from .protocol import arguments
 from .protocol.arguments import (
     argument_type_error, argument_value_error, feed_range_error, reply_too_long, too_long,

@@ -41,7 +41,7 @@ def encode_value(value: object) -> str:
         return value.isoformat()
     if isinstance(value, Decimal | UUID):
         return str(value)
-    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+    raise ArgumentTypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 _ENCODER = json.JSONEncoder(

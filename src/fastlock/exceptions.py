@@ -66,6 +66,7 @@ __all__ = [
     "TimeoutError",
     "TryAgainError",
     "UnkillableError",
+    "UsageError",
     "WrongTypeError",
 ]
 
@@ -84,6 +85,10 @@ class ArgumentError(FastlockError, ValueError):
 
 class ArgumentTypeError(FastlockError, TypeError):
     """An argument has a type fastlock does not send (the message names its position)."""
+
+
+class UsageError(FastlockError, builtins.RuntimeError):
+    """An object was used in a state that does not allow it (a reaper started twice)."""
 
 
 # --- transport errors -----------------------------------------------------------------

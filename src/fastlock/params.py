@@ -9,6 +9,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
+from .exceptions import ArgumentError
+
 __all__ = [
     "BLOCKING_MARGIN",
     "DEFAULT_URL",
@@ -106,7 +108,7 @@ def parse_url(url: str = DEFAULT_URL, **overrides: Any) -> ConnectionParams:
     """
     parts = urlsplit(url)
     if "@" in url[len(parts.scheme) + 3 + len(parts.netloc) :]:
-        raise ValueError(
+        raise ArgumentError(
             f"cannot parse {_redacted(url)}: a '/', '#' or '?' in the user name or password ends "
             "them early; percent-encode them (urllib.parse.quote(password, safe=''))"
         )
@@ -126,7 +128,7 @@ def parse_url(url: str = DEFAULT_URL, **overrides: Any) -> ConnectionParams:
         if parts.scheme == "rediss":
             fields["ssl_context"] = _url_tls_context(query)
     else:
-        raise ValueError(f"unsupported URL scheme {parts.scheme!r}: use redis://, rediss:// or unix://")
+        raise ArgumentError(f"unsupported URL scheme {parts.scheme!r}: use redis://, rediss:// or unix://")
     if "db" in query:
         fields["db"] = int(query["db"])
     for name in ("connect_timeout", "socket_timeout"):

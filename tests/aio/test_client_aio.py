@@ -282,3 +282,53 @@ def test_the_in_flight_bound_waits_at_max_connections(run: Run, redis_url: str, 
             assert sorted(replies) == list(range(1, 51)) and client.pool.opened == 1
 
     run(main())
+
+
+COUNT = "redis.call('INCR', KEYS[1]) return {KEYS[1], ARGV[1]}"
+
+
+def test_pipeline_calls_scripts_by_name_as_the_sync_one(run: Run, redis_url: str, impl: str) -> None:
+    """``pipe.call(name, keys, args)`` on asyncio (issue 23, defect 6): the sync signature,
+    queued in order with the commands in one write, meta values appended, an unknown name
+    refused when queued, an error reply the call's LuaError report."""
+    sync_call = inspect.signature(fastlock.Pipeline.call)
+    assert inspect.signature(fastlock.aio.Pipeline.call) == sync_call
+
+    async def main() -> None:
+        async with Client(redis_url, impl=impl) as client:
+            count = client.register_script(COUNT).name
+            meta = client.register_script("-- #meta script_name\nreturn {ARGV[1], META.script_name}").name
+            fail = client.register_script("redis.call('INCR', KEYS[1]) error('no luck')").name
+            assert await client.call(count, ["warm"], [0]) == [b"warm", b"0"]
+            assert await client.call(meta, [], ["w"]) == [b"w", meta.encode()]  # loaded
+            writes = client.pool.writes
+            async with client.pipeline() as pipe:
+                assert (
+                    pipe.call(count, ["a"], ["x"]).execute_command("INCR", "a").call(count, ("a",), (2.5,))
+                    is pipe
+                )
+                pipe.call(meta, [], ["m"])
+                assert len(pipe) == 4
+                assert await pipe.execute() == [[b"a", b"x"], 2, [b"a", b"2.5"], [b"m", meta.encode()]]
+                assert len(pipe) == 0
+            assert client.pool.writes == writes + 1  # one write (script_name needs no INFO)
+            assert await client.execute("GET", "a") == b"3"
+            with pytest.raises(fastlock.ScriptNotFoundError):
+                client.pipeline().call("no_such_script", ["a"])
+            error, counted = (
+                await client.pipeline()
+                .call(fail, ["f"])
+                .call(count, ["a"], [1])
+                .execute(raise_on_error=False)
+            )
+            assert (
+                isinstance(error, fastlock.LuaRaisedError)
+                and error.script == fail
+                and "no luck" in str(error)
+            )
+            assert counted == [b"a", b"1"]
+            with pytest.raises(fastlock.LuaRaisedError):
+                await client.pipeline().call(fail, ["f"]).execute()
+            assert await client.execute("GET", "f") == b"2"  # never sent again
+
+    run(main())

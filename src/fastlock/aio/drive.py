@@ -8,6 +8,7 @@ import asyncio
 import functools
 from typing import TypeVar
 
+from ..exceptions import ArgumentTypeError
 from ..operations import (
     AsyncRunner,
     Blocking,
@@ -37,7 +38,7 @@ async def _perform(runner: AsyncRunner, step: Step) -> object:
     if type(step) is Sleep:
         await asyncio.sleep(step.seconds)
         return None
-    raise TypeError(f"an operation yielded {step!r}, not a step")
+    raise ArgumentTypeError(f"an operation yielded {step!r}, not a step")
 
 
 async def drive(runner: AsyncRunner, operation: Operation[T]) -> T:

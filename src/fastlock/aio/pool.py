@@ -17,7 +17,7 @@ import asyncio
 from collections import deque
 from collections.abc import Awaitable, Callable
 
-from ..exceptions import ConnectionError, PoolTimeoutError
+from ..exceptions import ArgumentError, ConnectionError, PoolTimeoutError
 from .connection import Connection
 
 __all__ = ["Pool"]
@@ -35,7 +35,7 @@ class Pool:
         timeout: float | None = 5.0,
     ) -> None:
         if max_connections < 1 or max_in_flight < 1:
-            raise ValueError("max_connections and max_in_flight must be at least 1")
+            raise ArgumentError("max_connections and max_in_flight must be at least 1")
         self._connect = connect
         self.max_connections = max_connections
         self.max_in_flight = max_in_flight

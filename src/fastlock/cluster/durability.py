@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..exceptions import FastlockError, NoScriptError, ResponseError
+from ..exceptions import ArgumentError, FastlockError, NoScriptError, ResponseError
 from ..operations import AsyncRunner, Runner
 from ..scripts.calling import ScriptSettings, meta_values
 from ..scripts.errors import lua_error
@@ -48,7 +48,7 @@ def check_wait(wait: tuple[int, int] | None) -> tuple[int, int] | None:
         return None
     replicas, ms = wait
     if not (isinstance(replicas, int) and isinstance(ms, int) and replicas >= 1 and ms >= 0):
-        raise ValueError(f"wait must be (replicas >= 1, milliseconds >= 0), not {wait!r}")
+        raise ArgumentError(f"wait must be (replicas >= 1, milliseconds >= 0), not {wait!r}")
     return replicas, ms
 
 

@@ -36,6 +36,7 @@ from typing import Any, ClassVar
 from celery import Task
 from celery.utils import uuid
 
+from ..exceptions import ArgumentError
 from ..locks.lock import Lock
 from ..locks.options import LockOptions
 from .clients import client_for_url
@@ -51,13 +52,18 @@ class UniqueTask(Task):  # type: ignore[misc]  # celery is untyped
     and optionally ``lock_url`` and ``release_on_failure``, as ``@app.task`` options."""
 
     abstract = True
-    unique_lock: ClassVar[LockOptions] = {}
+    unique_lock: ClassVar[LockOptions | None] = None  # required: its ttl is (seconds or None)
     lock_url: ClassVar[str | None] = None
     release_on_failure: ClassVar[bool] = True
 
     @functools.cached_property
     def unique_job(self) -> UniqueJob:
         """This task's lock settings."""
+        if self.unique_lock is None:
+            raise ArgumentError(
+                f"UniqueTask {self.name}: give its lock options, unique_lock={{'ttl': <seconds>}} "
+                "(or 'ttl': None, a lock that never expires), to @app.task"
+            )
         return UniqueJob(self.name, self.unique_lock, release_on_failure=self.release_on_failure)
 
     def lock(
@@ -68,7 +74,7 @@ class UniqueTask(Task):  # type: ignore[misc]  # celery is untyped
         conf = self.app.conf
         url = self.lock_url or conf.get("fastlock_url") or conf.broker_url or ""
         if not url.startswith(_REDIS_SCHEMES):
-            raise ValueError(f"task {self.name}: set lock_url or fastlock_url to a Redis URL, not {url!r}")
+            raise ArgumentError(f"task {self.name}: set lock_url or fastlock_url to a Redis URL, not {url!r}")
         return self.unique_job.lock(client_for_url(url), None, args or (), kwargs, digest)
 
     def _carried(self, task_id: str | None) -> str | None:

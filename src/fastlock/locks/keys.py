@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .._impl import load_core
+from ..exceptions import ArgumentError
 from ..protocol.slots import hash_tag
 
 __all__ = ["RUNTIME", "ChangelogEntry", "KeySpace", "LockEntry", "Scope", "bucket_of", "check_prefix"]
@@ -71,7 +72,7 @@ def check_prefix(prefix: str) -> str:
     unclosed ``{`` merges into the bucket's tag."""
     start = prefix.find("{")
     if start >= 0 and prefix[start + 1 : start + 2] == "}":
-        raise ValueError(
+        raise ArgumentError(
             f"lock prefix {prefix!r}: its first '{{' is followed by '}}', an empty hash tag, "
             "so a lock's keys would hash to different cluster slots"
         )
@@ -85,7 +86,7 @@ class KeySpace:
 
     def __init__(self, prefix: str, buckets: int) -> None:
         if not 1 <= buckets <= 65536:
-            raise ValueError(f"buckets must be between 1 and 65536, not {buckets!r}")
+            raise ArgumentError(f"buckets must be between 1 and 65536, not {buckets!r}")
         self.prefix = check_prefix(prefix)
         self.buckets = buckets
         self._tagged = hash_tag(prefix.encode()) != prefix.encode()

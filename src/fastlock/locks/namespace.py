@@ -79,7 +79,7 @@ class Namespace(Generic[R]):
         strategies: Mapping[str, Strategy] | None = None,
     ) -> None:
         if max_history < 0:
-            raise ValueError("max_history must be >= 0")
+            raise ArgumentError("max_history must be >= 0")
         self.keys = KeySpace(prefix, buckets)
         self.runner = client
         self.digester = Digester(hash)

@@ -49,7 +49,7 @@ cdef tuple lock_slot_setters(type cls):
         for descriptor in descriptors:
             kind = type(descriptor)
             if (<PyTypeObject*>kind).tp_descr_set == NULL:
-                raise TypeError(f"{cls.__qualname__}: {descriptor!r} is not a settable slot")
+                raise ArgumentTypeError(f"{cls.__qualname__}: {descriptor!r} is not a settable slot")
         found = lock_setters[cls] = descriptors
     return <tuple>found
 

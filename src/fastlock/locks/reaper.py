@@ -25,6 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from ..exceptions import ArgumentError, UsageError
 from ..operations import Call, Operation, Runner
 from ..protocol.arguments import duration_ms
 from .admin import entry_scope, page
@@ -70,7 +71,7 @@ class ReaperBase(Generic[R]):
         alive: Alive | None = None,
     ) -> None:
         if batch < 1 or chunk < 1:
-            raise ValueError("batch and chunk must be >= 1")
+            raise ArgumentError("batch and chunk must be >= 1")
         duration_ms(interval, "interval")
         self.manager = manager
         self.batch = batch
@@ -150,7 +151,7 @@ class Reaper(ReaperBase[Runner]):
     def start(self) -> threading.Thread:
         """Run a pass now and every ``interval`` seconds in a daemon thread."""
         if self._thread is not None and self._thread.is_alive():
-            raise RuntimeError("this reaper is already running")
+            raise UsageError("this reaper is already running")
         self._stop.clear()
         self._thread = threading.Thread(target=self._loop, name="fastlock-reaper", daemon=True)
         self._thread.start()

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable
 from typing import Any, final
 
-from ..exceptions import ProtocolError
+from ..exceptions import ArgumentError, ArgumentTypeError, ProtocolError
 from .arguments import (
     BAD_MAP_KEY,
     MAX_BULK_LENGTH,
@@ -96,7 +96,7 @@ def _put_bulks(out: list[bytes], values: Iterable[Any], kind: int, command: int)
 
 def put_command(out: list[bytes], args: tuple[Any, ...], command: int) -> None:
     if not args:
-        raise ValueError("a command needs at least its name")
+        raise ArgumentError("a command needs at least its name")
     out.append(b"*%d\r\n" % len(args))
     _put_bulks(out, args, 0, command)
 
@@ -132,7 +132,7 @@ def put_evalsha(
 def put_pipeline(out: list[bytes], commands: Iterable[tuple[Any, ...]]) -> None:
     for i, command in enumerate(commands):
         if not isinstance(command, tuple):
-            raise TypeError(f"Expected tuple, got {type(command).__name__}")
+            raise ArgumentTypeError(f"Expected tuple, got {type(command).__name__}")
         put_command(out, command, i)
 
 

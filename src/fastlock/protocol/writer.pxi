@@ -235,7 +235,7 @@ cdef int put_other(Buf* b, object value, int kind, Py_ssize_t index, Py_ssize_t 
 cdef int put_command(Buf* b, tuple args, Py_ssize_t command) except -1:
     cdef Py_ssize_t i, n = len(args)
     if n == 0:
-        raise ValueError("a command needs at least its name")
+        raise ArgumentError("a command needs at least its name")
     put_header(b, b'*', n)
     for i in range(n):
         put_arg(b, args[i], 0, i, command)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
-from ..exceptions import ArgumentTypeError
+from ..exceptions import ArgumentError, ArgumentTypeError
 from ..operations import Command, Commands, Operation
 from .calls import MAX_BATCH, checked_int
 from .jobs import Member, command_replies, unexpected
@@ -114,7 +114,7 @@ def _job_id(job_id: object) -> str:
 def peek_args(state: str, offset: int, count: int) -> tuple[str, int, int]:
     """Arguments of ``queue_peek``."""
     if state not in STATES:
-        raise ValueError(f"state must be one of {', '.join(STATES)}, not {state!r}")
+        raise ArgumentError(f"state must be one of {', '.join(STATES)}, not {state!r}")
     return state, checked_int(offset, "offset", 0), checked_int(count, "count", 1, MAX_BATCH)
 
 

@@ -250,7 +250,7 @@ class QueueBase(Generic[R]):
         elif not isinstance(job_id, str):
             raise ArgumentTypeError(f"job_id must be a str, not {type(job_id).__qualname__!r}")
         elif not job_id or job_id[0] == FRESH_MARK:
-            raise ValueError(f"job_id must be non-empty and not start with {FRESH_MARK!r} (fresh ids do)")
+            raise ArgumentError(f"job_id must be non-empty and not start with {FRESH_MARK!r} (fresh ids do)")
         delay_ms = 0 if delay is None else duration_ms(delay, "delay", minimum_ms=0)
         level = "" if priority is None else _level(priority)
         if not (delay_ms or level or mode):
@@ -348,7 +348,7 @@ class QueueBase(Generic[R]):
 
     def _interrupt_key(self, key: object) -> str:
         if not isinstance(key, str) or not key.startswith(self.prefix):
-            raise ValueError(f"interrupt must be a key under {self.prefix!r}, not {key!r}")
+            raise ArgumentError(f"interrupt must be a key under {self.prefix!r}, not {key!r}")
         return key
 
     def _dead_args(

@@ -12,7 +12,14 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from .._impl import load_core
-from ..exceptions import ArgumentTypeError, DuplicateJob, LeaseLost, ProtocolError, ResponseError
+from ..exceptions import (
+    ArgumentError,
+    ArgumentTypeError,
+    DuplicateJob,
+    LeaseLost,
+    ProtocolError,
+    ResponseError,
+)
 from ..locks.types import LockType
 from ..protocol.arguments import duration_ms
 
@@ -90,13 +97,13 @@ class Unique:
     def __post_init__(self) -> None:
         lock_type = LockType.parse(self.type)
         if lock_type not in _UNIQUE_MODES:
-            raise ValueError(f"{lock_type.value} locks a running job, not a queued one (use a Lock)")
+            raise ArgumentError(f"{lock_type.value} locks a running job, not a queued one (use a Lock)")
         if (lock_type is LockType.UNTIL_EXPIRED) != (self.ttl is not None):
-            raise ValueError("until_expired takes a positive ttl; the other types take none")
+            raise ArgumentError("until_expired takes a positive ttl; the other types take none")
         if self.ttl is not None:
             duration_ms(self.ttl, "ttl")
         if (self.name is None) == (self.digest is None):
-            raise ValueError("give either a name (and args) or a digest")
+            raise ArgumentError("give either a name (and args) or a digest")
         for field_name in ("name", "digest"):
             if not isinstance(getattr(self, field_name), str | None):
                 raise ArgumentTypeError(f"Unique {field_name} must be a str")

@@ -20,7 +20,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from ..exceptions import ScriptNotFoundError
+from ..exceptions import ArgumentError, ScriptNotFoundError
 from .templates import Rendered, SourceFile, render
 
 if TYPE_CHECKING:
@@ -188,7 +188,7 @@ def _read(entry: Traversable) -> str:
 
 def _check_name(name: str) -> None:
     if not _NAME.match(name):
-        raise ValueError(f"invalid script name {name!r}: use letters, digits and _, not starting with _")
+        raise ArgumentError(f"invalid script name {name!r}: use letters, digits and _, not starting with _")
 
 
 class ScriptRegistry:
@@ -219,7 +219,7 @@ class ScriptRegistry:
         """Search ``path`` after the folders given so far, before the built-in one."""
         folder = Path(path)
         if not folder.is_dir():
-            raise ValueError(f"script folder {folder} is not a directory")
+            raise ArgumentError(f"script folder {folder} is not a directory")
         with self._lock:
             self._folders.append(folder)
 
@@ -242,7 +242,7 @@ class ScriptRegistry:
         with self._lock:
             known = self._sources.get(name)
             if (known is None and name in self._scripts) or known not in (None, source):
-                raise ValueError(f"script name {name!r} is already in use by another source")
+                raise ArgumentError(f"script name {name!r} is already in use by another source")
             self._sources[name] = source
             return self._scripts.get(name) or self._load(name)
 

@@ -6,6 +6,7 @@ import functools
 import time
 from typing import TypeVar
 
+from ..exceptions import ArgumentTypeError
 from ..operations import Blocking, Call, Command, Commands, Operation, Runner, Sleep, Step, run_plan
 
 __all__ = ["drive"]
@@ -25,7 +26,7 @@ def _perform(runner: Runner, step: Step) -> object:
     if type(step) is Sleep:
         time.sleep(step.seconds)
         return None
-    raise TypeError(f"an operation yielded {step!r}, not a step")
+    raise ArgumentTypeError(f"an operation yielded {step!r}, not a step")
 
 
 def drive(runner: Runner, operation: Operation[T]) -> T:

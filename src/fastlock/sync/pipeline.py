@@ -13,15 +13,15 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from .._impl import CoreBatch
-from ..exceptions import BusyError, NoScriptError, ResponseError
+from ..exceptions import ArgumentError, BusyError, NoScriptError, ResponseError
 from ..operations import Runner
 from ..protocol.commands import refuse_connection_state
 from ..scripts.errors import lua_error
 from ..scripts.registry import Script, ScriptRegistry
 
-__all__ = ["BoundScript", "CommandList", "Pipeline", "ScriptRunner"]
+__all__ = ["NOT_RUN", "BoundScript", "CommandList", "Pipeline", "ScriptRunner"]
 
-_NOT_RUN = (NoScriptError, BusyError)
+NOT_RUN = (NoScriptError, BusyError)
 """Error replies of a script call that did not run: the call is sent again."""
 
 
@@ -55,7 +55,7 @@ class Pipeline:
         """Queue one command (refused like in :meth:`Client.execute <fastlock.Client.execute>`);
         returns the pipeline so calls can be chained."""
         if not args:
-            raise ValueError("a command needs at least its name")
+            raise ArgumentError("a command needs at least its name")
         refuse_connection_state(args)
         self._batch.command(args)
         return self
@@ -103,7 +103,7 @@ class Pipeline:
 
     def _script_reply(self, script: Script, keys: Any, args: Any, error: ResponseError) -> Any:
         """The reply of a pipelined call of ``script`` that got error reply ``error``."""
-        if not isinstance(error, _NOT_RUN):
+        if not isinstance(error, NOT_RUN):
             return lua_error(error, script)
         try:
             return self._runner.call(script.name, keys, args)

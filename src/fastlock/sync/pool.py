@@ -25,7 +25,7 @@ from collections.abc import Callable
 from time import monotonic
 
 from .._impl import CoreConnection
-from ..exceptions import PoolTimeoutError
+from ..exceptions import ArgumentError, ConnectionError, PoolTimeoutError
 
 __all__ = ["ConnectionPool"]
 
@@ -76,7 +76,7 @@ class ConnectionPool:
         health_check_interval: float | None = 1.0,
     ) -> None:
         if max_size < 1:
-            raise ValueError("max_size must be at least 1")
+            raise ArgumentError("max_size must be at least 1")
         self._connect = connect
         self.max_size = max_size
         self.timeout = timeout
@@ -155,7 +155,7 @@ class ConnectionPool:
 
     def _get_slow(self) -> CoreConnection:
         if self._closed:
-            raise RuntimeError("the connection pool is closed")
+            raise ConnectionError("the connection pool is closed", sent=False)
         deadline = None if self.timeout is None else monotonic() + self.timeout
         slot = _Opening()
         while True:

@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from ..exceptions import ArgumentError
 from .servers import HOST
 
 __all__ = ["TcpProxy"]
@@ -36,7 +37,7 @@ class TcpProxy:
 
     def __init__(self, upstream_host: str, upstream_port: int) -> None:
         if upstream_host not in ("127.0.0.1", "localhost"):
-            raise ValueError("TcpProxy only proxies to 127.0.0.1")
+            raise ArgumentError("TcpProxy only proxies to 127.0.0.1")
         self._upstream = (HOST, upstream_port)
         self._cond = threading.Condition()
         self._links: list[_Link] = []

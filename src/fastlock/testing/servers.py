@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from ..exceptions import ArgumentError
 from .raw import ServerError, bulk_text, info_version, raw_command
 from .tls import make_certificates
 
@@ -376,7 +377,7 @@ class ExternalServer:
     def __init__(self, url: str) -> None:
         parts = urlsplit(url)
         if parts.scheme not in ("redis", "unix"):
-            raise ValueError(f"ExternalServer needs a redis:// or unix:// URL, got {url!r}")
+            raise ArgumentError(f"ExternalServer needs a redis:// or unix:// URL, got {url!r}")
         self.url = url
         self.username = unquote(parts.username) if parts.username else None
         self.password = unquote(parts.password) if parts.password is not None else None
