@@ -103,3 +103,34 @@ def test_a_release_after_the_other_task_s_lock_expired_frees_nothing(
 
 async def _acquire_in_own_task(lock: AsyncLock) -> int | None:
     return await lock.acquire()
+
+
+def test_a_task_whose_own_lock_was_lost_is_told_so(run: Run, redis_url: str, impl: str) -> None:
+    """The refusal is for a task that took nothing: one whose own lock expired (and another task
+    of the same object took it) gets the lost-lock error of ``async with``, and a body's own
+    exception is not replaced."""
+
+    async def main() -> None:
+        async with Client(redis_url, impl=impl) as client:
+            lock = client.lock("lost", ttl=0.05)
+            entered = asyncio.Event()
+
+            async def slow(fail: bool) -> None:
+                async with lock:
+                    entered.set()
+                    await asyncio.sleep(0.08)
+                    if fail:
+                        raise KeyError("the body's own error")
+
+            for fail, error in ((False, fastlock.LockNotOwnedError), (True, KeyError)):
+                entered.clear()
+                task = asyncio.create_task(slow(fail))
+                await entered.wait()
+                await asyncio.sleep(0.06)  # the slow task's slot has expired
+                taken = await lock.acquire()
+                assert taken is not None
+                with pytest.raises(error, match="lost before release" if not fail else "own error"):
+                    await task
+                assert await lock.release() == taken
+
+    run(main())

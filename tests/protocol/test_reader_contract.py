@@ -4,6 +4,7 @@ push reply."""
 
 from __future__ import annotations
 
+import socket
 from typing import Any
 
 import hiredis
@@ -121,3 +122,64 @@ def test_both_cores_and_hiredis_feed_alike(data: bytes, offset: int, length: int
     if max(abs(offset), abs(length)) < 2**31:  # hiredis adds them unchecked: no overflow for it
         theirs = fed(hiredis.Reader(), data, *args, expected=size)
         assert theirs == want if isinstance(want, bytes) else issubclass(want, theirs[0])
+
+
+# --- RESP3 pushes -----------------------------------------------------------------------
+# A push (``>``) is a hiredis.PushNotification from both cores, as from hiredis: a list, so
+# code reading it as one keeps working, and a type of its own, so an out-of-band message
+# (a subscription's message, a tracking invalidation) is never taken for an array reply.
+
+PUSHES = [
+    (b">2\r\n+invalidate\r\n*1\r\n$1\r\nk\r\n", [b"invalidate", [b"k"]]),
+    (b">0\r\n", []),
+    (b">-1\r\n", None),
+    (b"*2\r\n>1\r\n:1\r\n:2\r\n", [[1], 2]),
+    (b">1\r\n>1\r\n:3\r\n", [[3]]),
+    (b"%1\r\n+k\r\n>1\r\n:4\r\n", {b"k": [4]}),
+]
+
+
+def push_types(value: Any) -> Any:
+    """``value`` with every list replaced by (its type, its items): what equality hides."""
+    if isinstance(value, list):
+        return (type(value), [push_types(item) for item in value])
+    if isinstance(value, dict):
+        return {key: push_types(item) for key, item in value.items()}
+    return value
+
+
+@pytest.mark.parametrize("core", CORES)
+@pytest.mark.parametrize(("stream", "value"), PUSHES)
+def test_a_push_is_a_push_notification(core: Any, stream: bytes, value: Any) -> None:
+    theirs = hiredis.Reader()
+    theirs.feed(stream)
+    reply = theirs.gets()
+    for cut in range(1, len(stream) + 1):  # whole, and split anywhere
+        reader = core.ReplyReader()
+        reader.feed(stream[:cut])
+        reader.feed(stream[cut:])
+        ours = reader.gets()
+        assert ours == value and push_types(ours) == push_types(reply)
+    top = core.ReplyReader()
+    top.feed(stream)
+    if stream.startswith(b">") and value is not None:
+        assert isinstance(top.gets(), hiredis.PushNotification)
+
+
+@pytest.mark.parametrize("core", CORES)
+def test_a_server_push_reads_alike(core: Any, redis_url: str) -> None:
+    """A RESP3 SUBSCRIBE confirmation is a push on the wire: read by each reader alike."""
+    host, port = redis_url.removeprefix("redis://").split("/")[0].rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        sock.sendall(b"*2\r\n$5\r\nHELLO\r\n$1\r\n3\r\n*2\r\n$9\r\nSUBSCRIBE\r\n$2\r\nch\r\n")
+        theirs, ours = hiredis.Reader(), core.ReplyReader()
+        replies: list[Any] = []
+        while len(replies) < 2:
+            data = sock.recv(65536)
+            assert data, "the server closed the connection"
+            theirs.feed(data)
+            ours.feed(data)
+            while (reply := ours.gets()) is not core.NOT_ENOUGH:
+                replies.append(reply)
+                assert push_types(reply) == push_types(theirs.gets())
+    assert type(replies[1]) is hiredis.PushNotification and replies[1] == [b"subscribe", b"ch", 1]

@@ -9,6 +9,7 @@ lines as the server does.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from pathlib import Path
 from typing import Any
@@ -176,3 +177,16 @@ def test_any_mix_of_line_breaks_means_the_same(client: fastlock.Client, source: 
     assert through_fastlock == raw
     script = client.register_script(source).script
     assert script.source == source and len(lua_lines(source)) == len(script.rendered.origins)
+
+
+def test_the_asyncio_client_sends_the_same_body(redis_url: str, impl: str) -> None:
+    source = "local x = 1 -- note\x0cx = 2\nreturn {x, 'a\u2028b'}"
+
+    async def main() -> Any:
+        async with fastlock.AsyncClient(redis_url, impl=impl) as client:
+            bound = client.register_script(source)
+            assert bound.script.body == guard(source).encode()
+            return await bound(), await client.execute("EVAL", source, 0)
+
+    ours, raw = asyncio.run(main())
+    assert ours == raw == [1, "a\u2028b".encode()]

@@ -60,9 +60,9 @@ class AsyncLock(LockBase[AsyncRunner]):
     object's in the *task that calls* ``acquire``, ``release`` or ``extend`` (resolved when
     the method is called, not when its coroutine runs: ``asyncio.wait_for(lock.acquire(), 1)``,
     which runs it in another task on Python 3.11, acts for the caller), so tasks sharing the
-    object are distinct holders. A release without a job id from a task that holds nothing,
-    while another task holds the lock through this object, raises ``LockNotOwnedError``
-    (hand a lock over between tasks with a ``job_id``)."""
+    object are distinct holders. A release without a job id from a task that took nothing
+    through this object, while another task holds the lock through it, raises
+    ``LockNotOwnedError`` (hand a lock over between tasks with a ``job_id``)."""
 
     __slots__ = ("_held",)
     _conflict_type = AsyncConflict
@@ -94,8 +94,8 @@ class AsyncLock(LockBase[AsyncRunner]):
 
     def release(self, job_id: str | None = None) -> Coroutine[Any, Any, int | None]:
         """Release what ``job_id`` holds: the fencing token freed, or ``None`` if it held
-        nothing. Without a job id, the calling task's holder; if it holds nothing while another
-        task holds the lock through this object, ``LockNotOwnedError``."""
+        nothing. Without a job id, the calling task's holder; if that task took nothing
+        through this object while another task holds the lock through it, ``LockNotOwnedError``."""
         return self._released(self._holder(job_id), job_id is None and self._job_id is None)
 
     def extend(self, job_id: str | None = None, ttl: float | None = None) -> Coroutine[Any, Any, int | None]:
@@ -116,8 +116,7 @@ class AsyncLock(LockBase[AsyncRunner]):
         if not default:
             return freed
         held = self._held_by()
-        held.pop(holder, None)
-        if freed is None and held:
+        if held.pop(holder, None) is None and freed is None and held:  # this task took nothing here
             others = {h.job_id for h in await self.manager.runner.run(self._holding())} & held.keys()
             for gone in held.keys() - others:  # expired or deleted meanwhile
                 del held[gone]

@@ -27,6 +27,14 @@ from .arguments import (
 )
 from .replies import response_error
 
+try:
+    from hiredis import PushNotification
+except ImportError:  # no hiredis 3.2+ (a dependency): pushes are still a list type of their own
+
+    class PushNotification(list):  # type: ignore[no-redef,type-arg]
+        """A RESP3 push reply (hiredis's type, when hiredis is installed)."""
+
+
 __all__ = [
     "NOT_ENOUGH",
     "ReplyReader",
@@ -151,9 +159,9 @@ def encode_pipeline(commands: Iterable[tuple[Any, ...]]) -> bytes:
 
 # --- the reply reader -----------------------------------------------------------------
 # Same values and same errors as hiredis's reader (the Cython core), RESP3 included:
-# ``%`` maps are dicts filled the way hiredis fills them, ``~`` sets, ``>`` pushes and
-# ``|`` attributes (2n items) are lists, ``(`` big numbers and ``=`` verbatim strings are
-# bytes; ``!`` is not a type hiredis knows.
+# ``%`` maps are dicts filled the way hiredis fills them, ``~`` sets and ``|`` attributes
+# (2n items) are lists, ``>`` pushes are ``hiredis.PushNotification`` (a list), ``(`` big
+# numbers and ``=`` verbatim strings are bytes; ``!`` is not a type hiredis knows.
 
 _LINE_TYPES = frozenset(b"+-:,_#(")
 _BULK_TYPES = frozenset(b"$=")
@@ -353,7 +361,9 @@ class ReplyReader:
                             value = value[4:]
                 else:
                     length = _length(kind, line, self._max_length, self._max_elements)
-                    value = None if length < 0 else {} if kind == 37 else []
+                    value = (
+                        None if length < 0 else {} if kind == 37 else PushNotification() if kind == 62 else []
+                    )
                     items = length * 2 if kind == 37 or kind == 124 else length  # % |
                 pos = after
                 if not stack:
