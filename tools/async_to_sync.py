@@ -35,6 +35,7 @@ TOOL = "tools/async_to_sync.py"
 
 PAIRS: dict[str, str] = {
     "src/fastlock/cluster/aio.py": "src/fastlock/cluster/client.py",
+    "src/fastlock/cluster/sentinel_aio.py": "src/fastlock/cluster/sentinel.py",
 }
 """The async source -> the sync module written from it (paths from the repo root)."""
 
@@ -44,6 +45,7 @@ NAMES: dict[str, str] = {
     "AsyncLockQueueAccess": "LockQueueAccess",
     "AsyncRunner": "Runner",
     "AsyncScriptCalls": "ScriptCalls",
+    "AsyncSentinelClient": "SentinelClient",
     "durable_call_async": "durable_call",
     "run_plan_async": "run_plan",
     # the protocols
@@ -69,6 +71,8 @@ NAMES: dict[str, str] = {
 
 PHRASES: list[tuple[str, str]] = [
     ("<fastlock.cluster.AsyncClusterClient ", "<fastlock.ClusterClient "),
+    ("<fastlock.cluster.AsyncSentinelClient ", "<fastlock.SentinelClient "),
+    ("Build it with ``await AsyncSentinelClient.connect(...)``.", "Built connected, its watcher started."),
     (":class:`fastlock.aio.Client`", ":class:`fastlock.Client`"),
     (":meth:`fastlock.aio.Client.", ":meth:`fastlock.Client."),
     (":func:`~fastlock.operations.run_plan_async`", ":func:`~fastlock.operations.run_plan`"),
