@@ -36,6 +36,7 @@ TOOL = "tools/async_to_sync.py"
 PAIRS: dict[str, str] = {
     "src/fastlock/cluster/aio.py": "src/fastlock/cluster/client.py",
     "src/fastlock/cluster/sentinel_aio.py": "src/fastlock/cluster/sentinel.py",
+    "src/fastlock/aio/queue.py": "src/fastlock/queues/queue.py",
 }
 """The async source -> the sync module written from it (paths from the repo root)."""
 
@@ -43,6 +44,7 @@ NAMES: dict[str, str] = {
     # classes and functions with an async name
     "AsyncClusterClient": "ClusterClient",
     "AsyncLockQueueAccess": "LockQueueAccess",
+    "AsyncQueue": "Queue",
     "AsyncRunner": "Runner",
     "AsyncScriptCalls": "ScriptCalls",
     "AsyncSentinelClient": "SentinelClient",
