@@ -7,6 +7,7 @@ tokens (comments and layout kept), in this order:
 
 1. ``if True:  # ASYNC`` blocks: the ``if`` part is the async side's, dropped; the ``else``
    part (optional) is the sync side's, kept one level less indented. No nesting, no ``elif``.
+   An import there that only the renamed names use says ``# noqa: F401`` (removed here).
 2. ``async`` before ``def``/``with``/``for`` and every ``await`` removed, ``Awaitable[T]``
    written ``T``; ``__aenter__`` and
    the other names of :data:`NAMES` (dotted ones too: ``asyncio.sleep``, ``aio.client``)
@@ -37,12 +38,15 @@ PAIRS: dict[str, str] = {
     "src/fastlock/cluster/aio.py": "src/fastlock/cluster/client.py",
     "src/fastlock/cluster/sentinel_aio.py": "src/fastlock/cluster/sentinel.py",
     "src/fastlock/aio/queue.py": "src/fastlock/queues/queue.py",
+    "src/fastlock/aio/access.py": "src/fastlock/sync/access.py",
 }
 """The async source -> the sync module written from it (paths from the repo root)."""
 
 NAMES: dict[str, str] = {
     # classes and functions with an async name
     "AsyncClusterClient": "ClusterClient",
+    "AsyncLock": "Lock",
+    "AsyncLockManager": "LockManager",
     "AsyncLockQueueAccess": "LockQueueAccess",
     "AsyncQueue": "Queue",
     "AsyncRunner": "Runner",
@@ -76,6 +80,8 @@ PHRASES: list[tuple[str, str]] = [
     ("<fastlock.cluster.AsyncSentinelClient ", "<fastlock.SentinelClient "),
     ("Build it with ``await AsyncSentinelClient.connect(...)``.", "Built connected, its watcher started."),
     (":class:`fastlock.aio.Client`", ":class:`fastlock.Client`"),
+    (":class:`~fastlock.aio.AsyncQueue`", ":class:`~fastlock.queues.queue.Queue`"),
+    (":class:`~fastlock.aio.AsyncLockManager`", ":class:`~fastlock.LockManager`"),
     (":meth:`fastlock.aio.Client.", ":meth:`fastlock.Client."),
     (":func:`~fastlock.operations.run_plan_async`", ":func:`~fastlock.operations.run_plan`"),
     (
@@ -88,6 +94,7 @@ PHRASES: list[tuple[str, str]] = [
 
 _ASYNC_IF = re.compile(r"^\s*if\b.*#\s*ASYNC\b")
 _INDENT = "    "
+_NOQA_F401 = re.compile(r"  # noqa: F401$", re.M)
 _WORD = re.compile(
     r"\b(" + "|".join(sorted((k for k in NAMES if "." not in k), key=len, reverse=True)) + r")\b"
 )
@@ -134,6 +141,7 @@ def _end(node: ast.stmt) -> int:
 
 
 def _dedent(line: str, origin: str, index: int) -> str:
+    line = _NOQA_F401.sub("", line)
     if line.startswith(_INDENT):
         return line[len(_INDENT) :]
     if line.strip():
@@ -267,10 +275,11 @@ def main(argv: list[str] | None = None) -> int:
         origin = Path(origin).resolve().relative_to(ROOT).as_posix()
         target = PAIRS[origin]
         text = generate(origin, target)
-        if (ROOT / target).read_text() != text:
+        path = ROOT / target
+        if not path.exists() or path.read_text() != text:
             stale.append(target)
             if not options.check:
-                (ROOT / target).write_text(text)
+                path.write_text(text)
     if stale:
         print(("out of date: " if options.check else "written: ") + ", ".join(stale))
     return 1 if options.check and stale else 0
