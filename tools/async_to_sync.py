@@ -164,6 +164,9 @@ def _rewrite_tokens(source: str) -> str:
     def offset(position: tuple[int, int]) -> int:
         return starts[position[0] - 1] + position[1]
 
+    def end(token: tokenize.TokenInfo) -> int:  # not token.end: Python 3.12.1 counts it in bytes
+        return offset(token.start) + len(token.string)
+
     tokens = [t for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type != tokenize.NL]
     edits: list[tuple[int, int, str]] = []  # (start, end, text) in source offsets
     fstring_start = getattr(tokenize, "FSTRING_START", None)  # Python 3.12+: f-strings in pieces
@@ -177,14 +180,14 @@ def _rewrite_tokens(source: str) -> str:
             while depth:
                 depth += {fstring_start: 1, fstring_end: -1}.get(tokens[j].type, 0)
                 j += 1
-            start, end = offset(token.start), offset(tokens[j - 1].end)
-            _no_async_in(source[start:end], token)
-            edits.append((start, end, _strings(source[start:end])))
+            start, stop = offset(token.start), end(tokens[j - 1])
+            _no_async_in(source[start:stop], token)
+            edits.append((start, stop, _strings(source[start:stop])))
             i = j
             continue
         if token.type == tokenize.STRING:
             _no_async_in(token.string, token)
-            edits.append((offset(token.start), offset(token.end), _strings(token.string)))
+            edits.append((offset(token.start), end(token), _strings(token.string)))
         elif token.type == tokenize.NAME and token.string in ("async", "await"):
             assert following is not None
             if token.string == "async" and following.string not in ("def", "with", "for"):
@@ -193,20 +196,20 @@ def _rewrite_tokens(source: str) -> str:
         elif token.string == "Awaitable" and following is not None and following.string == "[":
             close = _closing(tokens, i + 1)  # Awaitable[T] -> T
             edits += [
-                (offset(token.start), offset(following.end), ""),
-                (offset(close.start), offset(close.end), ""),
+                (offset(token.start), end(following), ""),
+                (offset(close.start), end(close), ""),
             ]
         elif token.type == tokenize.NAME:
             j, dotted = _dotted(tokens, i)
             if dotted is not None:
-                edits.append((offset(token.start), offset(tokens[j - 1].end), dotted))
+                edits.append((offset(token.start), end(tokens[j - 1]), dotted))
                 i = j
                 continue
             if token.string in NAMES:
-                edits.append((offset(token.start), offset(token.end), NAMES[token.string]))
+                edits.append((offset(token.start), end(token), NAMES[token.string]))
         i += 1
-    for start, end, text in reversed(edits):
-        source = source[:start] + text + source[end:]
+    for start, stop, text in reversed(edits):
+        source = source[:start] + text + source[stop:]
     return source
 
 
