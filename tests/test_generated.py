@@ -44,7 +44,8 @@ def test_every_generated_file_has_its_source_in_the_table() -> None:
 
 def test_the_rewrite_rules() -> None:
     """ASYNC blocks, async/await, Awaitable, dotted and plain names, strings and f-strings."""
-    source = '''"""Uses :class:`AsyncClusterClient`."""
+    source = '''"""Uses :class:`AsyncClusterClient` (≤ 2 await),
+written by await ``await x``."""
 import asyncio
 import threading
 import time
@@ -77,7 +78,8 @@ class AsyncClusterClient:
         TOOL.generate("src/fastlock/x_aio.py", "src/fastlock/x.py", source)
         == '''\
 # generated from src/fastlock/x_aio.py by tools/async_to_sync.py, do not edit
-"""Uses :class:`ClusterClient`."""
+"""Uses :class:`ClusterClient` (≤ 2 await),
+written by await ``x``."""
 
 import threading
 import time
