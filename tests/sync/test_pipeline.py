@@ -152,3 +152,20 @@ def test_a_subclass_overriding_call_keeps_its_override(redis_url: str, impl: str
         assert client.calls == 2
     with fastlock.Client(redis_url, impl=impl) as plain:
         assert plain.call == plain._caller.call  # bound to the core's method: no Python frame
+
+
+def test_a_script_that_does_not_compile_is_its_calls_report_and_never_seen_loaded(
+    client: fastlock.Client,
+) -> None:
+    broken = client.register_script("return (").name
+    pipe = client.pipeline().call(broken).execute_command("INCR", "n").call(broken)
+    first, incremented, second = pipe.execute(raise_on_error=False)
+    assert isinstance(first, fastlock.LuaCompileError) and first.script == broken
+    assert incremented == 1
+    # the second call got NOSCRIPT (the EVAL did not load it), nothing ran after it: sent
+    # again by Client.call, which reports the compile error
+    assert isinstance(second, fastlock.LuaCompileError)
+    pipe = client.pipeline().call(broken).execute_command("INCR", "n")
+    with pytest.raises(fastlock.LuaCompileError):  # still an EVAL: never seen loaded
+        pipe.execute()
+    assert client.execute("GET", "n") == b"2"
