@@ -291,8 +291,11 @@ def test_pipeline_calls_scripts_by_name_as_the_sync_one(run: Run, redis_url: str
     """``pipe.call(name, keys, args)`` on asyncio (issue 23, defect 6): the sync signature,
     queued in order with the commands in one write, meta values appended, an unknown name
     refused when queued, an error reply the call's LuaError report."""
-    sync_call = inspect.signature(fastlock.Pipeline.call)
-    assert inspect.signature(fastlock.aio.Pipeline.call) == sync_call
+    for method in ("call", "execute", "execute_command"):
+        sync, aio = (
+            inspect.signature(getattr(cls, method)) for cls in (fastlock.Pipeline, fastlock.aio.Pipeline)
+        )
+        assert aio.parameters == sync.parameters, method
 
     async def main() -> None:
         async with Client(redis_url, impl=impl) as client:

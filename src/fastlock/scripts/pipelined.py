@@ -41,7 +41,7 @@ def script_home(node: Any, script: Script) -> tuple[Any, str] | None:
 
 def pipelined_scripts(runner: object) -> set[Any]:
     """``(node, sha)`` of the scripts pipelines saw loaded on ``runner``'s nodes (``node``:
-    its ``_script_home(keys)``, ``None`` for a one-server runner)."""
+    its ``_script_home(keys)``, ``()`` for a one-server runner)."""
     loaded: set[Any] | None = getattr(runner, "_pipelined_scripts", None)
     if loaded is None:
         loaded = set()
