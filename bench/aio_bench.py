@@ -173,7 +173,7 @@ def pipelined_floor(url: str, cpu: int | None, requests: int, pipeline: int = 64
         return None
     at = command.index("-P")
     command[at + 1] = str(pipeline)
-    return c_floor_side(f"redis-benchmark -c 1 -P {pipeline}", command, requests)
+    return c_floor_side(f"redis-benchmark -c 1 -P {pipeline}", command, requests, url)
 
 
 def p99(values: list[float]) -> float:

@@ -161,7 +161,7 @@ def names_per_worker(client: ClusterClient, cluster: TempCluster) -> dict[str, l
             if worker.startswith("claim"):
                 slot = key_slot(client.queue(f"bench-{worker}-{n}").keys[0])
             else:
-                slot = lock_slot(client.lock(f"bench-{worker}-{n}"))
+                slot = lock_slot(client.lock(f"bench-{worker}-{n}", ttl=None))
             found.setdefault(cluster.primary_of(slot).port, n)
             n += 1
         names[worker] = list(found.values())

@@ -87,7 +87,7 @@ def main() -> None:
     key, name = "bench:{k}", "bench-overhead"
     with TempCluster() as cluster:
         routed = ClusterClient(cluster.url, impl=options.impl)
-        digest = routed.lock(name).digest
+        digest = routed.lock(name, ttl=None).digest
         bucket = routed.locks.scope(digest, "", 1).keys[0]  # the slot of every key of the lock
         call_node = Client(cluster.primary_of(key_slot(key)).url, impl=options.impl)
         lock_node = Client(cluster.primary_of(key_slot(bucket)).url, impl=options.impl)

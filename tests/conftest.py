@@ -26,6 +26,19 @@ BINARIES = find_binaries()
 ENV_VARS = ("FASTLOCK_TEST_URL", "FASTLOCK_REDIS_SERVER", "FASTLOCK_VALKEY_SERVER")
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """Workers for ``-n auto`` (the default, in pyproject's addopts): ``FASTLOCK_TEST_WORKERS``, else
+    two per CPU this process may use. The suite mostly waits on its servers (timeouts, failovers,
+    child processes), so two workers per CPU keep the CPUs busy; each worker starts its own servers."""
+    wanted = os.environ.get("FASTLOCK_TEST_WORKERS")
+    if wanted is not None:
+        try:
+            return int(wanted)
+        except ValueError:
+            raise pytest.UsageError(f"FASTLOCK_TEST_WORKERS must be an integer, not {wanted!r}") from None
+    return 2 * len(os.sched_getaffinity(0))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(SkipAudit(), "fastlock-skip-audit")
 

@@ -40,7 +40,7 @@ import sys
 import fastlock
 
 client = fastlock.Client("redis://127.0.0.1:1", impl=sys.argv[1])
-client.lock("architecture")
+client.lock("architecture", ttl=None)
 client.queue("architecture")
 client.close()
 print("\\n".join(sorted(sys.modules)))

@@ -14,6 +14,8 @@ from typing import Any, NoReturn
 
 import pytest
 
+pytestmark = pytest.mark.slow  # slow tier: valgrind
+
 _SOURCE = Path(__file__).resolve().parent.parent / "bench" / "instructions.py"
 _spec = importlib.util.spec_from_file_location("fastlock_bench_instructions", _SOURCE)
 assert _spec is not None and _spec.loader is not None

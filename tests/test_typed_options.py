@@ -17,6 +17,7 @@ import pytest
 import fastlock
 from fastlock.locks.lock import Lock
 from fastlock.locks.options import LockOptions
+from fastlock.locks.types import TTL_REQUIRED
 from fastlock.queues.calls import QueueBase, QueueOptions
 
 SRC = Path(fastlock.__file__).resolve().parents[1]
@@ -37,7 +38,8 @@ LOCK_MISTAKES: list[tuple[dict[str, Any], type[Exception], str]] = [
     ({"limit": 0}, fastlock.ArgumentError, "limit"),
     ({"type": 5}, fastlock.ArgumentTypeError, "type"),
     ({"type": "until_lunch"}, fastlock.ArgumentError, "lock type"),
-    ({"type": "until_expired"}, fastlock.ArgumentError, "ttl"),
+    ({"type": "until_expired", "ttl": None}, fastlock.ArgumentError, "ttl"),
+    ({"ttl": TTL_REQUIRED}, fastlock.ArgumentError, "ttl=<seconds>"),  # no ttl: a required choice
     ({"job_id": 5}, fastlock.ArgumentTypeError, "job id"),
     ({"job_id": ""}, fastlock.ArgumentError, "job id"),
     ({"on_conflict": ["log"]}, fastlock.ArgumentTypeError, "on_conflict"),
@@ -66,6 +68,7 @@ QUEUE_MISTAKES: list[tuple[dict[str, Any], type[Exception], str]] = [
 def test_lock_options_are_checked_up_front(
     options: dict[str, Any], error: type[Exception], named: str
 ) -> None:
+    options = {"ttl": 30, **options}  # ttl is required
     with pytest.raises(error, match=re.escape(named)):
         CLIENT.lock("report", **options)
     with pytest.raises(error, match=re.escape(named)):
@@ -84,7 +87,7 @@ def test_value_errors_stay_value_errors() -> None:
     """The option errors keep their old bases: an ArgumentError is a ValueError, an
     ArgumentTypeError a TypeError."""
     with pytest.raises(ValueError):
-        CLIENT.lock("report", limit=0)
+        CLIENT.lock("report", limit=0, ttl=30)
     with pytest.raises(TypeError):
         CLIENT.lock("report", ttl="30")
 
@@ -108,11 +111,13 @@ client = fastlock.Client()
 client.lock("report", ttl=30, timeout=1.5, limit=2, type="while_executing", on_conflict="raise")
 client.queue("jobs", lease=10, max_attempts=3, backoff=lambda attempt: 1.0, prefix="app")
 client.lock("report", ttl="30")  # MISTAKE
-client.lock("report", limt=2)  # MISTAKE
-client.lock("report", timeout=None)  # MISTAKE
+client.lock("report", ttl=None, timeout=1.5)
+client.lock("report", ttl=30, limt=2)  # MISTAKE
+client.lock("report", ttl=30, timeout=None)  # MISTAKE
+client.lock("report", timeout=10)  # MISTAKE
 client.queue("jobs", max_attempts="3")  # MISTAKE
 client.queue("jobs", leese=10)  # MISTAKE
-client.locks.lock("report", job_id=7)  # MISTAKE
+client.locks.lock("report", ttl=30, job_id=7)  # MISTAKE
 """
 
 
@@ -151,7 +156,7 @@ def _mypy_errors(tmp_path: Path, snippet: str) -> tuple[set[int], set[int], str]
 def test_mypy_strict_flags_each_option_mistake(tmp_path: Path) -> None:
     """``mypy --strict`` on a snippet: the good calls pass, each line marked MISTAKE is an error."""
     expected, flagged, output = _mypy_errors(tmp_path, SNIPPET)
-    assert len(expected) == 6
+    assert len(expected) == 7
     assert flagged == expected, output
 
 

@@ -37,7 +37,9 @@ from .exceptions import (
     ArgumentError, ArgumentTypeError, ConnectionError, ProtocolError, ResponseError, TimeoutError,
 )
 from .protocol import arguments
-from .protocol.arguments import argument_type_error, argument_value_error, reply_too_long, too_long
+from .protocol.arguments import (
+    argument_type_error, argument_value_error, feed_range_error, reply_too_long, too_long,
+)
 from .protocol.replies import response_error
 
 __all__ = [

@@ -13,6 +13,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
+from harness.size import sized
 
 import fastlock
 import fastlock.aio.connection
@@ -195,13 +196,17 @@ def test_unwritten_commands_are_sent_again_on_a_fresh_connection(run: Run, redis
     run(main())
 
 
-def test_connection_cut_fails_written_commands_as_sent(run: Run, proxy: TcpProxy, impl: str) -> None:
+def test_connection_cut_fails_written_commands_as_sent(
+    run: Run, proxy: TcpProxy, server: Any, impl: str
+) -> None:
     async def main() -> None:
         async with Client(proxy.url, impl=impl) as client:
             await client.execute("PING")
             proxy.hold_replies()
             task = asyncio.create_task(client.execute("INCR", "n"))
             await _until(lambda: client.pool.connections[0].awaiting_replies == 1)
+            # the proxy has passed the INCR on once the server has run it; only the reply is cut
+            await _until(lambda: server.raw_command("GET", "n") == b"$1\r\n1\r\n")
             proxy.cut()
             with pytest.raises(fastlock.ConnectionError) as info:
                 await task
@@ -212,10 +217,11 @@ def test_connection_cut_fails_written_commands_as_sent(run: Run, proxy: TcpProxy
     run(main())
 
 
-FUZZ_CALLS = int(os.environ.get("FASTLOCK_AIO_FUZZ_CALLS", "20000"))
+FUZZ_CALLS = sized(20000, 5000, "FASTLOCK_AIO_FUZZ_CALLS")
 """Calls of the cancellation fuzz (issue 12's target run: 1000000)."""
 
 
+@pytest.mark.slow  # slow tier: 20,000 calls
 def test_cancellation_fuzz(run: Run, loop: str, proxy: TcpProxy, impl: str) -> None:
     """Calls through a proxy whose reply delay keeps changing, some cancelled at random moments,
     some with tiny timeouts: every reply reaches its own caller, no call runs twice, a call

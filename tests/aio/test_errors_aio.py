@@ -25,7 +25,7 @@ def test_asyncio_errors_on_bad_input_are_fastlock_errors(run: Run, redis_url: st
             reaper = client.locks.reaper(interval=60)
             reaper.start()
             cases: list[tuple[str, Callable[[], Any]]] = [
-                ("lock.extend without a ttl", lambda: client.lock("no-ttl").extend()),
+                ("lock.extend without a ttl", lambda: client.lock("no-ttl", ttl=None).extend()),
                 ("enqueue a job_id of the fresh mark", lambda: queue.enqueue(b"p", job_id="~x")),
                 ("peek an unknown state", lambda: queue.peek("bogus")),
                 ("an empty pipeline command", lambda: client.pipeline().execute_command()),

@@ -300,7 +300,7 @@ def test_locks_are_shared_with_sync_clients(
 def test_default_holders_differ_per_task_and_stay_within_one(run: Run, redis_url: str) -> None:
     async def main() -> None:
         async with Client(redis_url) as client:
-            lock = client.lock("ids")
+            lock = client.lock("ids", ttl=None)
             mine = lock.job_id
             assert lock.job_id == mine
 
@@ -309,7 +309,7 @@ def test_default_holders_differ_per_task_and_stay_within_one(run: Run, redis_url
 
             others = await asyncio.gather(*(holder() for _ in range(3)))  # each its own task
             assert len({mine, *others}) == 4
-            assert client.lock("ids", job_id="fixed").job_id == "fixed"
+            assert client.lock("ids", job_id="fixed", ttl=None).job_id == "fixed"
 
     run(main())
 

@@ -114,6 +114,7 @@ def test_concurrency_runs_handlers_as_tasks_and_stop_drains(
     run(main())
 
 
+@pytest.mark.slow  # slow tier: a job outliving leases
 def test_heartbeat_keeps_a_long_job_leased_and_flags_a_lost_one(run: Run, redis_url: str, impl: str) -> None:
     async def main() -> None:
         async with Client(redis_url, impl=impl) as client:
@@ -225,6 +226,7 @@ FAULTS = {
 CODES = {"readonly": "READONLY", "oom": "OOM"}
 
 
+@pytest.mark.slow  # slow tier: a fault held for a while
 @pytest.mark.fault
 @pytest.mark.parametrize("fault", FAULTS)
 def test_worker_waits_out_a_readonly_or_full_server(

@@ -26,7 +26,7 @@ from fastlock.testing.servers import TempServer
 
 
 def _slot(client: Any, name: str) -> int:
-    lock = client.lock(name)
+    lock = client.lock(name, ttl=None)
     return key_slot(lock.manager.scope(lock.digest, "", lock.limit).slots[0])
 
 

@@ -42,15 +42,16 @@ from typing import Any
 import pytest
 from chaos_setups import ClusterSetup, SentinelSetup, Setup
 from chaos_workers import NEVER, Report, Shared, claim_worker, lock_worker, tick
+from harness.size import sized
 
 from fastlock.testing.cluster import TempCluster, wait_until
 from fastlock.testing.sentinel import TempSentinels
 
-pytestmark = pytest.mark.fault
+pytestmark = [pytest.mark.fault, pytest.mark.slow]  # slow tier: processes through failovers
 
 WAIT = (1, 500)
 PROCESSES = 3
-NEED = 10
+NEED = sized(10, 4)
 """Progress asserted in each phase: confirmed lock cycles or accepted completions."""
 DOWN_AFTER = 2000
 """The sentinels' ``down-after-milliseconds``: under the workers' load, a master may miss PINGs

@@ -17,6 +17,8 @@ from fastlock.cluster.durability import ReplicationError
 from fastlock.protocol.slots import key_slot
 from fastlock.testing.cluster import TempCluster, wait_until
 
+pytestmark = pytest.mark.slow  # slow tier: cluster failovers
+
 NAMES = [f"job-{i}" for i in range(6)]
 
 
@@ -65,7 +67,7 @@ def test_tokens_never_go_backwards_across_a_kill_9_with_wait(fresh_cluster: Temp
             thread.start()
         try:
             time.sleep(0.3)
-            first = client.lock(NAMES[0])
+            first = client.lock(NAMES[0], ttl=None)
             victim = key_slot(first.manager.scope(first.digest, "", first.limit).slots[0])
             _, replica = cluster.kill_primary(victim)
             wait_until(lambda: cluster.primary_of(victim) is replica, 10, "promoted", step=0.005)

@@ -187,7 +187,7 @@ def test_a_script_call_follows_a_moved_slot_and_routes_there_after(
 def test_lock_admin_spans_slots(client: ClusterClient) -> None:
     for i in range(20):
         assert client.lock(f"job-{i}", ttl=30).acquire("me") is not None
-    buckets = {key_slot(bucket(client.lock(f"job-{i}"))) for i in range(20)}
+    buckets = {key_slot(bucket(client.lock(f"job-{i}", ttl=None))) for i in range(20)}
     assert len(buckets) > 1
     assert isinstance(client.locks, fastlock.LockManager)
 

@@ -25,6 +25,8 @@ from fastlock.cluster.topology import REFRESH_COOLDOWN
 from fastlock.protocol.slots import key_slot
 from fastlock.testing.cluster import TempCluster, wait_until
 
+pytestmark = pytest.mark.slow  # slow tier: cluster failovers
+
 LOCKS = 8
 RESUMED = 100
 """Successes on the failed-over slots after the promotion that end a load run."""

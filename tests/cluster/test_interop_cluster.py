@@ -15,6 +15,8 @@ from fastlock.cluster.sentinel import SentinelClient
 from fastlock.testing.cluster import TempCluster
 from fastlock.testing.sentinel import TempSentinels
 
+pytestmark = pytest.mark.slow  # slow tier: clusters and sentinels of redis-py
+
 
 def test_cluster_from_redis(cluster: TempCluster, cluster_url: str) -> None:
     node = cluster.nodes[1]

@@ -23,6 +23,8 @@ from fastlock.testing.raw import raw_command
 from fastlock.testing.sentinel import TempSentinels
 from fastlock.testing.servers import TempServer
 
+pytestmark = pytest.mark.slow  # slow tier: sentinel failovers
+
 LOOSE = 60.0
 """Deadline (seconds) of every wait below: generous, for a loaded 2-core machine."""
 HUGE = 3600.0

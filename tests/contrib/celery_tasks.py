@@ -58,7 +58,7 @@ def carried(self: Any, key: int) -> None:
     sent, computed = self.request.get(DIGEST_KEY), self.lock((key,)).digest
     with fastlock.Client(app.conf.broker_url) as client, Redis.from_url(app.conf.broker_url) as redis:
         held = [
-            d is not None and client.locks.lock(digest=d, type="while_executing").locked()
+            d is not None and client.locks.lock(digest=d, type="while_executing", ttl=None).locked()
             for d in (sent, computed)
         ]
         redis.rpush(f"carried:{key}", json.dumps([sent, *held]))

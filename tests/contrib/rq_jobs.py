@@ -60,7 +60,7 @@ def carried(key: int) -> None:
     computed = carried.lock(Queue(job.origin, connection=job.connection), key).digest
     with fastlock.Client.from_redis(job.connection) as client:
         held = [
-            d is not None and client.locks.lock(digest=d, type="while_executing").locked()
+            d is not None and client.locks.lock(digest=d, type="while_executing", ttl=None).locked()
             for d in (sent, computed)
         ]
     job.connection.rpush(f"carried:{key}", json.dumps([sent, *held]))

@@ -22,6 +22,8 @@ from redis import Redis
 from fastlock.contrib import clients
 from fastlock.contrib.jobs import DIGEST_KEY
 
+pytestmark = pytest.mark.slow  # slow tier: real Celery workers
+
 DAY = date(2026, 12, 1)
 PRODUCE = "import sys, celery_tasks; celery_tasks.produce(sys.argv[1], int(sys.argv[2]))"
 

@@ -21,6 +21,8 @@ from rq.job import JobStatus
 from fastlock.contrib import clients
 from fastlock.contrib.jobs import DIGEST_KEY
 
+pytestmark = pytest.mark.slow  # slow tier: real RQ workers
+
 DAY = date(2026, 12, 1)
 PRODUCE = "import sys, rq_jobs; rq_jobs.produce(sys.argv[1], sys.argv[2], int(sys.argv[3]))"
 

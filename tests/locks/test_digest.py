@@ -185,7 +185,7 @@ def test_custom_hash_and_errors() -> None:
 def test_manager_digest_and_bucket() -> None:
     client = fastlock.Client("redis://127.0.0.1:1")  # no connection is made
     locks = fastlock.LockManager(client, hash="md5", buckets=16, prefix="p")
-    lock = locks.lock("report")
+    lock = locks.lock("report", ttl=None)
     assert lock.digest == "ea9d2c3fc17ece9c2f2aec842d0cb61c"
     assert locks.bucket(lock.digest) == 0xEA9D2C3F % 16
     assert locks.bucket_keys(locks.bucket(lock.digest)) == ("p:{15}:idx", "p:{15}:seq", "p:{15}:log")

@@ -56,17 +56,17 @@ def test_default_job_id_and_context_manager(client: Any) -> None:
 
 def test_default_job_ids_are_unique_across_objects_and_forked_processes() -> None:
     locks = fastlock.LockManager(fastlock.Client("redis://127.0.0.1:1"))  # no connection is made
-    ids = {locks.lock("x").job_id for _ in range(1000)}
+    ids = {locks.lock("x", ttl=None).job_id for _ in range(1000)}
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child reports its first ids and exits
-        os.write(write, " ".join(locks.lock("x").job_id for _ in range(3)).encode())
+        os.write(write, " ".join(locks.lock("x", ttl=None).job_id for _ in range(3)).encode())
         os._exit(0)
     os.close(write)
     with os.fdopen(read) as pipe:
         child = pipe.read().split()
     os.waitpid(pid, 0)
-    ids |= {locks.lock("x").job_id for _ in range(3)}
+    ids |= {locks.lock("x", ttl=None).job_id for _ in range(3)}
     assert len(ids) == 1003 and len(child) == 3 and not ids & set(child)
 
 
@@ -102,7 +102,7 @@ def test_extend(client: Any) -> None:
     assert lock.holders()[0].ttl is not None and lock.holders()[0].ttl > 29
     assert lock.extend("nobody") is None
     with pytest.raises(ValueError):
-        client.lock("ext2").extend()
+        client.lock("ext2", ttl=None).extend()
 
 
 # A waiter that misses its wake-up sleeps out the whole safety-net block (30 s) before it looks
@@ -201,20 +201,20 @@ def test_fencing_and_tracking_off(client: Any) -> None:
 
 def test_options_are_validated(client: Any) -> None:
     with pytest.raises(ValueError):
-        client.lock("x", type="until_expired")
+        client.lock("x", type="until_expired", ttl=None)
     with pytest.raises(ValueError):
-        client.lock("x", type="nope")
+        client.lock("x", type="nope", ttl=30)
     with pytest.raises(ValueError):
-        client.lock("x", limit=0)
+        client.lock("x", limit=0, ttl=30)
     with pytest.raises(ValueError):
         client.lock("x", ttl=0)
     with pytest.raises(ValueError):
-        client.lock(digest="not hex")
+        client.lock(digest="not hex", ttl=30)
     with pytest.raises(ValueError):
-        client.lock("x", on_conflict="reschedule")
+        client.lock("x", on_conflict="reschedule", ttl=30)
     with pytest.raises(ValueError):
-        client.lock("x", type="while_executing", on_conflict="replace")
-    assert client.lock("x", type="until_completed").type is LockType.UNTIL_EXECUTED
+        client.lock("x", type="while_executing", on_conflict="replace", ttl=30)
+    assert client.lock("x", type="until_completed", ttl=30).type is LockType.UNTIL_EXECUTED
 
 
 # --- job helpers per type ---------------------------------------------------------------

@@ -15,7 +15,7 @@ import fastlock
 from fastlock.aio.locks import AsyncLock, AsyncLockManager
 from fastlock.locks import base
 from fastlock.locks.base import LockBase, _new_lock
-from fastlock.locks.types import LockType
+from fastlock.locks.types import TTL_REQUIRED, LockType
 
 CLIENT = fastlock.Client("redis://127.0.0.1:1")  # never connected: building a lock sends nothing
 MANAGER = fastlock.LockManager(CLIENT)
@@ -38,7 +38,7 @@ options = st.fixed_dictionaries(  # each option: the common values (the core's) 
             [*LockType, *(kind.value for kind in LockType), "until_completed", "while_busy"]
         )
         | st.sampled_from(["nope", None, 3]),
-        "ttl": durations,
+        "ttl": durations | st.just(TTL_REQUIRED),  # no ttl given: refused alike
         "timeout": durations,
         "limit": st.integers(1, 1000) | st.integers(-1, 1002) | st.sampled_from([True, 2.0, "2", None]),
         "job_id": st.sampled_from([None, "job"]) | st.sampled_from(["", 7, b"job"]),
@@ -134,4 +134,6 @@ def test_the_managers_pass_their_options_to_the_lock() -> None:
     with pytest.raises(TypeError, match="bogus"):
         MANAGER.lock("job", bogus=1)  # type: ignore[call-arg]
     with pytest.raises(fastlock.ArgumentError, match="needs a ttl"):
-        MANAGER.lock("job", type="until_expired")
+        MANAGER.lock("job", type="until_expired", ttl=None)
+    with pytest.raises(fastlock.ArgumentError, match="ttl=None"):
+        MANAGER.lock("job")

@@ -36,7 +36,7 @@ def contend(url: str, limit: int, worker: str, errors: list[str]) -> None:
                     errors.append(f"{job}: timed out")
                     continue
                 time.sleep(0.0005)
-                freed = locks.lock("shared", limit=limit).release(job)  # another object releases
+                freed = locks.lock("shared", limit=limit, ttl=None).release(job)  # another object releases
                 if freed != token:
                     errors.append(f"{job}: acquired {token}, release freed {freed}")
 
@@ -92,7 +92,7 @@ def test_threads_and_processes_never_exceed_the_limit(redis_url: str, limit: int
     assert [child.exitcode for child in children] == [0] * PROCESSES
     with fastlock.Client(redis_url) as client:
         assert replay(client, limit) == (PROCESSES + 1) * THREADS * ROUNDS
-        assert not manager(client).lock("shared", limit=limit).locked()
+        assert not manager(client).lock("shared", limit=limit, ttl=None).locked()
 
 
 def test_slow_holder_past_its_ttl_frees_nothing_of_others(redis_url: str) -> None:

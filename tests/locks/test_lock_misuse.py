@@ -126,7 +126,7 @@ def test_bad_job_ids_are_refused_before_anything_is_sent(client: Any, bad: Any) 
     with pytest.raises((TypeError, ValueError), match="job id"):
         lock.execute(bad, lambda: None)
     with pytest.raises((TypeError, ValueError), match="job id"):
-        client.lock("ids", job_id=bad)
+        client.lock("ids", ttl=30, job_id=bad)
     conflicts: list[fastlock.Conflict] = []
     client.lock("ids", ttl=30, on_conflict=conflicts.append).enqueue("other")
     with pytest.raises((TypeError, ValueError), match="job id"):
@@ -140,7 +140,7 @@ def test_bad_job_ids_are_refused_before_anything_is_sent(client: Any, bad: Any) 
 
 @pytest.mark.parametrize("bad", [math.inf, math.nan, -1.0, 1e16, MAX_DURATION * 2, "30", True])
 def test_bad_durations_are_refused_before_anything_is_sent(client: Any, bad: Any) -> None:
-    for options in ({"ttl": bad}, {"timeout": bad}, {"type": "until_expired", "ttl": bad}):
+    for options in ({"ttl": bad}, {"ttl": 30, "timeout": bad}, {"type": "until_expired", "ttl": bad}):
         with pytest.raises((TypeError, ValueError), match=r"ttl|timeout"):
             client.lock("durations", **options)
     lock = client.lock("durations", ttl=30)
@@ -225,7 +225,7 @@ def test_a_waiter_dying_with_the_wake_up_leaves_the_lock_to_a_live_waiter(
         ghost.close()
 
     def wait() -> None:
-        got.append((client.lock("lost-wake", limit=limit).acquire(timeout=20), time.monotonic()))
+        got.append((client.lock("lost-wake", limit=limit, ttl=None).acquire(timeout=20), time.monotonic()))
 
     dying, waiter = threading.Thread(target=die), threading.Thread(target=wait)
     dying.start()

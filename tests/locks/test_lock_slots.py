@@ -43,7 +43,7 @@ def lifecycle(client: Any, prefix: str = "fastlock") -> None:
     both = manager.lock("both", type="until_and_while_executing", ttl=30)
     both.enqueue("j")
     both.execute("j", both.info)
-    manager.lock("dead", limit=2).acquire("ghost")
+    manager.lock("dead", limit=2, ttl=None).acquire("ghost")
     manager.reaper(alive=lambda entry, job_id: job_id != "ghost").run_once()
     manager.lock("gone", ttl=0.01).acquire("x")
     time.sleep(0.02)

@@ -20,7 +20,7 @@ def test_drops_index_entries_of_expired_locks_and_deletes_nothing_else(client: A
         locks.lock(f"short{i}", ttl=0.01).acquire("x")
     kept = locks.lock("kept", ttl=30)
     kept.acquire("k")
-    forever = locks.lock("forever")
+    forever = locks.lock("forever", ttl=None)
     forever.acquire("f")
     time.sleep(0.03)
     assert len(tracked(locks)) == 8
@@ -32,7 +32,7 @@ def test_drops_index_entries_of_expired_locks_and_deletes_nothing_else(client: A
 
 def test_alive_decides_which_holders_are_orphans(client: Any) -> None:
     locks = fastlock.LockManager(client, buckets=4)
-    pool = locks.lock("pool", limit=3)
+    pool = locks.lock("pool", limit=3, ttl=None)
     for job in ("live-1", "dead-1", "dead-2"):
         pool.acquire(job)
     seen: list[tuple[LockEntry, str]] = []
@@ -71,10 +71,10 @@ def test_reaper_under_concurrent_acquires_never_frees_a_live_holder(redis_url: s
     with fastlock.Client(redis_url) as client:
         locks = fastlock.LockManager(client, buckets=4)
         for i in range(20):
-            locks.lock(f"orphan{i}").acquire(f"dead-{i}")
+            locks.lock(f"orphan{i}", ttl=None).acquire(f"dead-{i}")
 
         def work(n: int) -> None:
-            lock = locks.lock(f"busy{n % 3}", limit=2, timeout=5)
+            lock = locks.lock(f"busy{n % 3}", limit=2, timeout=5, ttl=None)
             i = 0
             while not stop.is_set():
                 job = f"live-{n}-{i}"
@@ -97,7 +97,7 @@ def test_reaper_under_concurrent_acquires_never_frees_a_live_holder(redis_url: s
             worker.join()
         assert errors == []
         assert released == 20
-        assert all(not locks.lock(f"orphan{i}").locked() for i in range(20))
+        assert all(not locks.lock(f"orphan{i}", ttl=None).locked() for i in range(20))
         assert reaper.run_once() is not None and tracked(locks) == set()
 
 

@@ -14,7 +14,7 @@ from harness.cores import CYTHON_CORE, needs_cython
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = [pytest.mark.c_extension, needs_cython]
+pytestmark = [pytest.mark.c_extension, needs_cython, pytest.mark.slow]  # slow tier: builds the core
 
 # A server that answers one PING twice. Both builds close the connection at the stray reply
 # (ProtocolError); the debug build additionally checks, before every command, that nothing is

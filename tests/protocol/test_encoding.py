@@ -521,8 +521,9 @@ limits = st.fixed_dictionaries(
 def normalise(value: Any) -> Any:
     if isinstance(value, dict):  # as pairs: error keys are distinct objects, NaN != NaN
         return ("map", [(normalise(k), normalise(v)) for k, v in value.items()])
-    if isinstance(value, list):
-        return [normalise(v) for v in value]
+    if isinstance(value, list):  # a push's type kept: hiredis.PushNotification from every reader
+        items = [normalise(v) for v in value]
+        return items if type(value) is list else (type(value), items)
     if isinstance(value, float):
         return ("float", repr(value))
     if isinstance(value, fastlock.ResponseError):

@@ -16,6 +16,8 @@ from harness.cores import needs_cython
 import fastlock
 from fastlock import _core_py
 
+pytestmark = pytest.mark.slow  # slow tier: mypy and stubtest
+
 PACKAGE = Path(fastlock.__file__).resolve().parent
 STUB = PACKAGE / "_core.pyi"
 

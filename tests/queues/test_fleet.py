@@ -18,15 +18,16 @@ from typing import Any
 
 import pytest
 from harness.cores import AVAILABLE
+from harness.size import sized
 
 import fastlock
 from fastlock.queues.jobs import Job, Member
 from fastlock.queues.queue import Queue
 from fastlock.queues.worker import Worker
 
-pytestmark = pytest.mark.fault
+pytestmark = [pytest.mark.fault, pytest.mark.slow]  # slow tier: worker processes
 
-JOBS = int(os.environ.get("FASTLOCK_FLEET_JOBS", "2000"))
+JOBS = sized(2000, 500, "FASTLOCK_FLEET_JOBS")
 LEASE = 1.0
 EFFECTS, EXITS = "fleet:effects", "fleet:exits"
 

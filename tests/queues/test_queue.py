@@ -261,6 +261,7 @@ def test_unique_until_executing(queue: Queue) -> None:
     queue.complete(job)
 
 
+@pytest.mark.slow  # slow tier: waits for a ttl
 def test_unique_until_expired(queue: Queue) -> None:
     unique = Unique("ping", type="until_expired", ttl=2.0)  # longer than the calls below, loaded or not
     started = time.monotonic()

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from harness.cores import AVAILABLE
+from harness.size import sized
 
 import fastlock
 from fastlock.queues.jobs import Job, Member, QueueStats
@@ -24,7 +25,7 @@ from fastlock.queues.queue import Queue
 from fastlock.queues.worker import TRANSIENT, Worker
 from fastlock.testing.servers import ExternalServer, TempServer
 
-pytestmark = pytest.mark.fault
+pytestmark = [pytest.mark.fault, pytest.mark.slow]  # slow tier: worker processes
 
 LEASE = 0.4
 RETRY_IN = 0.25
@@ -114,7 +115,7 @@ def test_killed_and_stalled_worker_processes(server: TempServer | ExternalServer
         proc.start()
         return proc
 
-    kills = [0.3 + 0.35 * i for i in range(8)]
+    kills = [0.3 + 0.35 * i for i in range(sized(8, 4))]
     stalls = {0.5: None, 1.1: None}  # start time -> stalled process
     try:
         procs = [spawn() for _ in range(5)]

@@ -76,6 +76,7 @@ def test_failing_handler_retries_then_dead_letters(client: fastlock.Client) -> N
     assert 'in handler\n    raise KeyError("missing")' in dead.error  # the traceback is kept
 
 
+@pytest.mark.slow  # slow tier: a job outliving leases
 def test_heartbeat_keeps_a_long_job_leased(client: fastlock.Client) -> None:
     queue = client.queue("w", lease=1.5)  # renewed every 0.5 s: a 1 s stall of the heartbeat is tolerated
     queue.enqueue(b"slow")
@@ -184,6 +185,7 @@ FAULTS = {
 CODES = {"readonly": "READONLY", "oom": "OOM"}
 
 
+@pytest.mark.slow  # slow tier: a fault held for a while
 @pytest.mark.fault
 @pytest.mark.parametrize("fault", FAULTS)
 def test_worker_waits_out_a_readonly_or_full_server(

@@ -222,6 +222,7 @@ def test_idle_worker_stops_at_once_on_a_signal(redis_url: str, impl: str) -> Non
     assert finished - signalled < 5.0  # woken by its stop key, not by the end of a 30 s wait
 
 
+@pytest.mark.slow  # slow tier: a 3 s outage
 @pytest.mark.fault
 def test_an_outage_logs_a_handful_of_lines_and_one_recovery(
     server_factory: Any, impl: str, caplog: pytest.LogCaptureFixture

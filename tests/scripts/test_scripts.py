@@ -290,7 +290,7 @@ WRITE = "redis.call('GET', KEYS[1])\nredis.call('SET', KEYS[1], 1)\nreturn 1\n"
 def replica(server_factory: Callable[..., TempServer]) -> TempServer:
     """A read-only replica (``replica-read-only yes``, the default) of a private primary,
     its link up."""
-    primary, replica = server_factory(), server_factory()
+    primary, replica = server_factory(extra_args=("--repl-diskless-sync-delay", "0")), server_factory()
     assert replica.raw_command("REPLICAOF", primary.host, primary.port) == b"+OK\r\n"
     deadline = time.monotonic() + 30
     while b"master_link_status:up" not in replica.raw_command("INFO", "replication"):

@@ -282,6 +282,7 @@ def test_measure_cost_counts_inner_commands_and_round_trips(client: fastlock.Cli
     assert (noscript.round_trips, noscript.commands) == (2, 5)
 
 
+@pytest.mark.slow  # slow tier: waits out timeouts
 def test_blocking_waits_work_without_a_socket_timeout(redis_url: str, impl: str) -> None:
     """redis-py's default socket_timeout is None (wait for ever): every blocking wait must
     still end by its own timeout, on the connection it started on."""

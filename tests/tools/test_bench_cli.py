@@ -10,8 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from fastlock.tools import instructions
 from fastlock.tools.workloads import ALL
+
+pytestmark = pytest.mark.slow  # slow tier: runs the benchmarks
 
 
 def test_every_workload_is_reported_against_its_floor_and_in_instructions(tmp_path: Path) -> None:

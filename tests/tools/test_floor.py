@@ -14,6 +14,8 @@ from fastlock.testing.servers import TempServer
 from fastlock.tools import floor
 from fastlock.tools.workloads import ALL
 
+pytestmark = pytest.mark.slow  # slow tier: compiles and runs the C floor
+
 OPS = 50
 
 

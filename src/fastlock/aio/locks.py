@@ -16,7 +16,7 @@ import contextlib
 import inspect
 import logging
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from typing import Any, TypeVar
 
 from .. import _ids
@@ -28,7 +28,7 @@ from ..locks.keys import ChangelogEntry, LockEntry, Scope
 from ..locks.namespace import Namespace
 from ..locks.reaper import MUTEX, ReaperBase, ReapResult
 from ..locks.replies import token_reply
-from ..locks.types import Holder, LockInfo, LockType, check_job_id
+from ..locks.types import TTL_REQUIRED, Holder, LockInfo, LockType, check_job_id
 from ..operations import AsyncRunner
 
 __all__ = ["AsyncLock", "AsyncLockManager", "AsyncReaper"]
@@ -36,12 +36,16 @@ __all__ = ["AsyncLock", "AsyncLockManager", "AsyncReaper"]
 T = TypeVar("T")
 logger = logging.getLogger("fastlock.reaper")
 
+_HELD_KEPT = 1024  # default holders an AsyncLock remembers (for refusing another task's release)
 _task_tags: weakref.WeakKeyDictionary[asyncio.Task[Any], str] = weakref.WeakKeyDictionary()
 
 
 def _task_tag() -> str:
-    """The calling task's own tag (the thread's outside a task)."""
-    task = asyncio.current_task()
+    """The calling task's own tag (the thread's outside a task, or outside a running loop)."""
+    try:
+        task = asyncio.current_task()
+    except RuntimeError:  # no running loop: a coroutine made before asyncio.run(...)
+        task = None
     if task is None:
         return _ids.local.tag
     tag = _task_tags.get(task)
@@ -53,10 +57,18 @@ def _task_tag() -> str:
 class AsyncLock(LockBase[AsyncRunner]):
     """A lock on one digest over an :class:`~fastlock.operations.AsyncRunner`: the methods of
     :class:`~fastlock.Lock`, awaited (``async with lock:``). The default holder id is this
-    object's in the calling *task*, so tasks sharing the object are distinct holders."""
+    object's in the *task that calls* ``acquire``, ``release`` or ``extend`` (resolved when
+    the method is called, not when its coroutine runs: ``asyncio.wait_for(lock.acquire(), 1)``,
+    which runs it in another task on Python 3.11, acts for the caller), so tasks sharing the
+    object are distinct holders. A release without a job id from a task that took nothing
+    through this object, while another task holds the lock through it, raises
+    ``LockNotOwnedError`` (hand a lock over between tasks with a ``job_id``)."""
 
-    __slots__ = ()
+    __slots__ = ("_held",)
     _conflict_type = AsyncConflict
+    _held: dict[str, int]
+    """The default holders (of calling tasks) whose acquire through this object succeeded and
+    whose release has not been seen; set on first use (the core's ``new_lock`` leaves it unset)."""
 
     def _holder(self, job_id: str | None) -> str:
         if job_id is None:
@@ -72,22 +84,62 @@ class AsyncLock(LockBase[AsyncRunner]):
 
     # --- primitives -------------------------------------------------------------------
 
-    async def acquire(
+    def acquire(
         self, job_id: str | None = None, *, blocking: bool | None = None, timeout: float | None = None
-    ) -> int | None:
-        """:meth:`Lock.acquire <fastlock.Lock.acquire>`, awaited: the fencing token, or ``None``."""
+    ) -> Coroutine[Any, Any, int | None]:
+        """:meth:`Lock.acquire <fastlock.Lock.acquire>`, awaited: the fencing token, or ``None``
+        (the default holder is the calling task's, whichever task runs the coroutine)."""
         wait, holder = self._wait(blocking, timeout), self._holder(job_id)
-        return token(await self._take(self._main_scope or await self._bound(), holder, wait))
+        return self._acquire(holder, wait, job_id is None and self._job_id is None)
 
-    async def release(self, job_id: str | None = None) -> int | None:
-        """Release what ``job_id`` holds: the fencing token freed, or ``None`` if it held nothing."""
-        return await self._release(self._main_scope or await self._bound(), self._holder(job_id))
+    def release(self, job_id: str | None = None) -> Coroutine[Any, Any, int | None]:
+        """Release what ``job_id`` holds: the fencing token freed, or ``None`` if it held
+        nothing. Without a job id, the calling task's holder; if that task took nothing
+        through this object while another task holds the lock through it, ``LockNotOwnedError``."""
+        return self._released(self._holder(job_id), job_id is None and self._job_id is None)
 
-    async def extend(self, job_id: str | None = None, ttl: float | None = None) -> int | None:
-        """:meth:`Lock.extend <fastlock.Lock.extend>`, awaited."""
+    def extend(self, job_id: str | None = None, ttl: float | None = None) -> Coroutine[Any, Any, int | None]:
+        """:meth:`Lock.extend <fastlock.Lock.extend>`, awaited (the calling task's holder)."""
+        return self._extended(self._holder(job_id), ttl)
+
+    async def _acquire(self, holder: str, wait: float, default: bool) -> int | None:
+        found = token(await self._take(self._main_scope or await self._bound(), holder, wait))
+        if default and found is not None:
+            held = self._held_by()
+            held[holder] = found
+            if len(held) > _HELD_KEPT:  # tasks that never released (expired): the oldest go
+                del held[next(iter(held))]
+        return found
+
+    async def _released(self, holder: str, default: bool) -> int | None:
+        freed = await self._release(self._main_scope or await self._bound(), holder)
+        if not default:
+            return freed
+        held = self._held_by()
+        if held.pop(holder, None) is None and freed is None and held:  # this task took nothing here
+            others = {h.job_id for h in await self.manager.runner.run(self._holding())} & held.keys()
+            for gone in held.keys() - others:  # expired or deleted meanwhile
+                del held[gone]
+            if others:
+                raise LockNotOwnedError(
+                    f"lock {self.name or self.digest}: this task holds nothing, another task holds it "
+                    "through this object (the default holder is the calling task): release it in "
+                    "the task that acquired it, or hand it over with a job_id (client.lock(..., "
+                    "job_id=...), or release(job_id) with the holder's lock.job_id)"
+                )
+        return freed
+
+    async def _extended(self, holder: str, ttl: float | None) -> int | None:
         self._main_scope or await self._bound()
-        step = self._extend_call(job_id, ttl)
+        step = self._extend_call(holder, ttl)
         return token_reply("lock_extend", await self.manager.runner.call(step.name, step.keys, step.args))
+
+    def _held_by(self) -> dict[str, int]:
+        try:
+            return self._held
+        except AttributeError:
+            held = self._held = {}
+            return held
 
     async def locked(self) -> bool:
         """True when anyone holds the lock (for until_and_while_executing: either scope)."""
@@ -185,7 +237,7 @@ class AsyncLockManager(Namespace[AsyncRunner]):
         queue: str | None = None,
         args: Any = None,
         type: str | LockType = LockType.UNTIL_EXECUTED,  # noqa: A002 - the public keyword is type=
-        ttl: float | None = None,
+        ttl: float | None = TTL_REQUIRED,
         timeout: float = 0.0,
         limit: int = 1,
         job_id: str | None = None,

@@ -52,13 +52,18 @@ class UniqueTask(Task):  # type: ignore[misc]  # celery is untyped
     and optionally ``lock_url`` and ``release_on_failure``, as ``@app.task`` options."""
 
     abstract = True
-    unique_lock: ClassVar[LockOptions] = {}
+    unique_lock: ClassVar[LockOptions | None] = None  # required: its ttl is (seconds or None)
     lock_url: ClassVar[str | None] = None
     release_on_failure: ClassVar[bool] = True
 
     @functools.cached_property
     def unique_job(self) -> UniqueJob:
         """This task's lock settings."""
+        if self.unique_lock is None:
+            raise ArgumentError(
+                f"UniqueTask {self.name}: give its lock options, unique_lock={{'ttl': <seconds>}} "
+                "(or 'ttl': None, a lock that never expires), to @app.task"
+            )
         return UniqueJob(self.name, self.unique_lock, release_on_failure=self.release_on_failure)
 
     def lock(

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..locks.lock import Lock
 from ..locks.options import LockOptions
-from ..locks.types import LockType
+from ..locks.types import LockType, missing_ttl
 from ..sync.client import Client
 
 __all__ = ["DIGEST_KEY", "UniqueJob"]
@@ -32,6 +32,8 @@ class UniqueJob:
     job ends."""
 
     def __init__(self, name: str, options: LockOptions, *, release_on_failure: bool = True) -> None:
+        if "ttl" not in options:  # refused where the task is declared, not at its first job
+            raise missing_ttl(options.get("timeout"))
         self.name = name
         self.options = options
         self.release_on_failure = release_on_failure

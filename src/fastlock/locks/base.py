@@ -36,6 +36,7 @@ from .replies import holders_reply
 from .types import (
     _BY_NAME,
     MAX_LIMIT,
+    TTL_REQUIRED,
     WAITED,
     WAITING,
     Holder,
@@ -43,6 +44,7 @@ from .types import (
     LockType,
     check_job_id,
     check_limit,
+    missing_ttl,
 )
 from .waiting import attempt, wait_for
 
@@ -113,8 +115,10 @@ def token(reply: Any) -> int | None:
 class LockBase(Generic[R]):
     """A lock on one digest; build it with ``client.lock(...)`` or ``manager.lock(...)``.
 
-    Every object acting on one digest must use the same ``type`` and ``limit`` (they are
-    part of the job's definition, as in sidekiq-unique-jobs). ``job_id`` is the holder id
+    ``ttl`` is required: seconds, or an explicit ``None`` for a lock that never expires
+    (:data:`~fastlock.locks.types.TTL_REQUIRED`; ``ArgumentError`` without it). Every object
+    acting on one digest must use the same ``type`` and ``limit`` (they are part of the
+    job's definition, as in sidekiq-unique-jobs). ``job_id`` is the holder id
     the primitives use when called without one: if omitted, an id unique to this object
     *and the calling thread and process* (for an async lock: the calling task), so threads
     or tasks sharing the object are distinct holders; a given ``job_id`` is one holder
@@ -157,7 +161,7 @@ class LockBase(Generic[R]):
         name: str | None = None,
         *,
         type: str | LockType = LockType.UNTIL_EXECUTED,  # noqa: A002 - the public keyword is type=
-        ttl: float | None = None,
+        ttl: float | None = TTL_REQUIRED,
         timeout: float = 0.0,
         limit: int = 1,
         job_id: str | None = None,
@@ -170,6 +174,8 @@ class LockBase(Generic[R]):
             ttl_ms = 0
         elif (ttl.__class__ is float or ttl.__class__ is int) and 0.001 <= ttl <= MAX_DURATION:
             ttl_ms = round(ttl * 1000)  # duration_ms's result without its call (3.9k instructions)
+        elif ttl is TTL_REQUIRED:
+            raise missing_ttl(timeout)
         else:
             ttl_ms = duration_ms(ttl, "ttl")
         if timeout.__class__ is not float or timeout != 0.0:  # the default 0.0 is valid: no call

@@ -14,7 +14,7 @@ from .keys import ChangelogEntry, LockEntry, Scope
 from .lock import Lock
 from .namespace import Namespace
 from .reaper import Reaper
-from .types import Holder, LockType
+from .types import TTL_REQUIRED, Holder, LockType
 
 __all__ = ["LockManager"]
 
@@ -42,7 +42,7 @@ class LockManager(Namespace[Runner]):
         queue: str | None = None,
         args: Any = None,
         type: str | LockType = LockType.UNTIL_EXECUTED,  # noqa: A002 - the public keyword is type=
-        ttl: float | None = None,
+        ttl: float | None = TTL_REQUIRED,
         timeout: float = 0.0,
         limit: int = 1,
         job_id: str | None = None,

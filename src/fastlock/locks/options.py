@@ -6,7 +6,7 @@ and type wherever a lock is built. The values are checked again at run time by `
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TypedDict
+from typing import Required, TypedDict
 
 from .conflict import StrategySpec
 from .types import LockType
@@ -17,10 +17,11 @@ __all__ = ["LockOptions"]
 class LockOptions(TypedDict, total=False):
     """``type`` (a :class:`LockType` or its name/alias), ``ttl`` and ``timeout`` (seconds),
     ``limit`` (concurrent holders), ``job_id`` (the default holder), ``on_conflict`` (a
-    strategy, its name, or one per side): see :class:`~fastlock.locks.lock.Lock`."""
+    strategy, its name, or one per side): see :class:`~fastlock.locks.lock.Lock`. ``ttl`` is
+    required: seconds, or ``None`` for a lock that never expires (``docs/locks.md``)."""
 
     type: str | LockType
-    ttl: float | None
+    ttl: Required[float | None]
     timeout: float
     limit: int
     job_id: str | None

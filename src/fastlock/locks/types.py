@@ -7,6 +7,7 @@ from __future__ import annotations
 import enum
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from ..exceptions import ArgumentError, ArgumentTypeError
 from ..scripts.registry import builtin_folder
@@ -21,10 +22,43 @@ __all__ = [
     "Holder",
     "LockInfo",
     "LockType",
+    "TTL_REQUIRED",
     "check_job_id",
+    "missing_ttl",
 ]
 
 MAX_LIMIT = 1000  # most holders a lock may have
+
+
+class _TtlRequired:
+    """The type of :data:`TTL_REQUIRED`."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<required: seconds or None>"
+
+
+TTL_REQUIRED: Any = _TtlRequired()
+"""The default of every lock's ``ttl=``: none, the caller chooses (seconds, or ``None`` for a
+lock that never expires); a lock built without one raises :func:`missing_ttl`'s error. Typed
+``Any`` so that the signatures keep saying ``ttl: float | None``."""
+
+
+def missing_ttl(timeout: object) -> ArgumentError:
+    """The error of a lock built without ``ttl=`` (``timeout``: the one given, named if it
+    looks like redis-py's lifetime)."""
+    message = (
+        "a lock needs ttl=<seconds> (each holder's slot expires after it, so a crashed holder "
+        "frees the lock) or an explicit ttl=None (held until released: for ever if its holder dies)"
+    )
+    if timeout.__class__ in (int, float) and timeout != 0:
+        message += (
+            f"; timeout={timeout!r} is how long acquire waits, not the lock's lifetime as in "
+            f"redis-py: did you mean ttl={timeout!r}? (fastlock.compat.redis_py.Lock takes "
+            "redis-py's arguments)"
+        )
+    return ArgumentError(message)
 
 
 def _lua_flags() -> dict[str, int]:

@@ -54,6 +54,15 @@ declared element at the header, so one header can reserve at most 1 GiB."""
 BAD_MAP_KEY = "Bad map key (an aggregate cannot be a key)"
 
 
+def feed_range_error(offset: int, length: int, size: int) -> ArgumentError:
+    """The error both readers raise when ``feed(data, offset, length)`` selects bytes outside
+    ``data`` (``size`` bytes): a ``ValueError``, as hiredis raises."""
+    return ArgumentError(
+        f"feed(): offset {offset} and length {length} select no bytes of a {size}-byte buffer "
+        "(give 0 <= offset <= offset + length <= its size; length -1 is to the end)"
+    )
+
+
 def reply_too_long(what: str, limit: int) -> ProtocolError:
     """The error both readers raise for a reply header or line over a limit."""
     return ProtocolError(f"Reply {what} is over the limit of {limit}")

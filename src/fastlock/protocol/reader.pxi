@@ -112,14 +112,17 @@ cdef class ReplyReader:
         PyMem_Free(self._ready.data)
 
     def feed(self, data, Py_ssize_t offset=0, Py_ssize_t length=-1):
-        """Add received bytes (any buffer; ``offset``/``length`` select a slice)."""
+        """Add received bytes (any buffer; ``offset``/``length`` select a slice, ``length`` -1
+        to the end): as hiredis, any other range than one inside the buffer is refused."""
         cdef Py_buffer view
+        cdef Py_ssize_t taken = length
         PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
         try:
-            if length < 0:
-                length = view.len - offset
-            if offset < 0 or length < 0 or offset + length > view.len:
-                raise ArgumentError("offset and length must select bytes of the buffer")
+            if taken == -1:
+                taken = view.len - offset if 0 <= offset <= view.len else -1
+            if offset < 0 or offset > view.len or taken < 0 or taken > view.len - offset:  # no overflow
+                raise feed_range_error(offset, length, view.len)
+            length = taken
             self._accept(data, <const char*>view.buf, offset, length)
         finally:
             PyBuffer_Release(&view)

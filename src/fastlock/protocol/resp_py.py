@@ -6,6 +6,7 @@ what hiredis returns and raises what it raises. Nothing here touches a socket or
 from __future__ import annotations
 
 import math
+import operator
 import re
 from collections.abc import Iterable
 from typing import Any, final
@@ -20,10 +21,19 @@ from .arguments import (
     NOT_UTF8,
     argument_type_error,
     argument_value_error,
+    feed_range_error,
     reply_too_long,
     too_long,
 )
 from .replies import response_error
+
+try:
+    from hiredis import PushNotification
+except ImportError:  # no hiredis 3.2+ (a dependency): pushes are still a list type of their own
+
+    class PushNotification(list):  # type: ignore[no-redef,type-arg]
+        """A RESP3 push reply (hiredis's type, when hiredis is installed)."""
+
 
 __all__ = [
     "NOT_ENOUGH",
@@ -155,9 +165,9 @@ def encode_pipeline(commands: Iterable[tuple[Any, ...]]) -> bytes:
 
 # --- the reply reader -----------------------------------------------------------------
 # Same values and same errors as hiredis's reader (the Cython core), RESP3 included:
-# ``%`` maps are dicts filled the way hiredis fills them, ``~`` sets, ``>`` pushes and
-# ``|`` attributes (2n items) are lists, ``(`` big numbers and ``=`` verbatim strings are
-# bytes; ``!`` is not a type hiredis knows.
+# ``%`` maps are dicts filled the way hiredis fills them, ``~`` sets and ``|`` attributes
+# (2n items) are lists, ``>`` pushes are ``hiredis.PushNotification`` (a list), ``(`` big
+# numbers and ``=`` verbatim strings are bytes; ``!`` is not a type hiredis knows.
 
 _LINE_TYPES = frozenset(b"+-:,_#(")
 _BULK_TYPES = frozenset(b"$=")
@@ -174,6 +184,14 @@ _MAX_DEPTH = 1024  # hiredis's REDIS_READER_MAX_REPLY_DEPTH
 _BAD_VERBATIM = "Verbatim string 4 bytes of content type are missing or incorrectly encoded."
 NOT_ENOUGH: Any = object()
 """What :meth:`ReplyReader.gets` returns while a reply is incomplete."""
+
+
+def _ssize(value: Any) -> int:
+    """``value`` as a C ``Py_ssize_t`` argument: the Cython core's (and hiredis's) errors."""
+    number: int = operator.index(value)
+    if not -(2**63) <= number < 2**63:
+        raise OverflowError("Python int too large to convert to C ssize_t")
+    return number
 
 
 def _integer(text: bytes) -> int | None:
@@ -272,10 +290,24 @@ class ReplyReader:
         self._max_elements = max_elements
 
     def feed(self, data: Any, offset: int = 0, length: int = -1) -> None:
-        """Add received bytes (any buffer; ``offset``/``length`` select a slice)."""
+        """Add received bytes (any buffer; ``offset``/``length`` select a slice, ``length`` -1
+        to the end): as hiredis, any other range than one inside the buffer is refused."""
+        offset, length = _ssize(offset), _ssize(length)  # converted first, as C arguments are
         view = memoryview(data).cast("B")
+        size = len(view)
+        taken = length
+        if taken == -1:
+            taken = size - offset if 0 <= offset <= size else -1
+        if offset < 0 or offset > size or taken < 0 or taken > size - offset:
+            raise feed_range_error(offset, length, size)
         if not self._error:
-            self._buf += view[offset:] if length < 0 else view[offset : offset + length]
+            self._buf += view[offset : offset + taken]
+
+    def _take(self, data: bytearray, n: int) -> None:
+        """Feed the first ``n`` bytes of ``data`` (0 <= n <= its size): the connection's
+        ``recv_into`` buffer, without ``feed``'s checks (the Cython reader's ``_take``)."""
+        if not self._error:
+            self._buf += memoryview(data)[:n]
 
     def has_data(self) -> bool:
         """Whether received bytes wait to be parsed (a partial or a further reply)."""
@@ -335,7 +367,9 @@ class ReplyReader:
                             value = value[4:]
                 else:
                     length = _length(kind, line, self._max_length, self._max_elements)
-                    value = None if length < 0 else {} if kind == 37 else []
+                    value = (
+                        None if length < 0 else {} if kind == 37 else PushNotification() if kind == 62 else []
+                    )
                     items = length * 2 if kind == 37 or kind == 124 else length  # % |
                 pos = after
                 if not stack:

@@ -138,15 +138,21 @@ def guard(source: str) -> str:
     in one of the codes the server gives a refused call (:data:`_RESERVED_CODES`), is
     raised instead of returned. A raised error carries the script suffix, so a script that
     returns ``redis.error_reply("NOSCRIPT No matching script.")`` after writing is never
-    taken for the server refusing it, and never run again. Every line keeps its number
-    (the opening goes in front of the first line after a ``#!`` shebang; the closing is
-    one added last line)."""
-    lines = source.splitlines()
-    at = 1 if lines and lines[0].startswith("#!") else 0
-    if at == len(lines):
-        lines.append("")
-    lines[at] = _GUARD_OPEN + lines[at]
-    return "\n".join([*lines, _GUARD_CLOSE, ""])
+    taken for the server refusing it, and never run again.
+
+    ``source`` is kept byte for byte, so every line keeps its number: the opening goes in
+    front of the first line, or after a ``#!`` shebang line (which ends at the first
+    ``\n``, as the server reads it); the closing is one added last line (after a ``\n``
+    unless ``source`` ends with a line break). A ``#!`` source without any ``\n`` is no
+    shebang the server accepts: it is sent as it is, for the server to refuse."""
+    at = 0
+    if source.startswith("#!"):
+        newline = source.find("\n")
+        if newline < 0:
+            return source
+        at = newline + (2 if source.startswith("\r", newline + 1) else 1)  # "\n\r" is one break
+    body = source[:at] + _GUARD_OPEN + source[at:]
+    return body + ("" if body.endswith(("\n", "\r")) else "\n") + _GUARD_CLOSE + "\n"
 
 
 class Script:
@@ -173,6 +179,11 @@ class Script:
 
     def __repr__(self) -> str:
         return f"<fastlock.Script {self.name} sha={self.sha[:12]} path={self.path}>"
+
+
+def _read(entry: Traversable) -> str:
+    """A script file's text, its line endings untouched (``read_text`` would translate them)."""
+    return entry.read_bytes().decode("utf-8")
 
 
 def _check_name(name: str) -> None:
@@ -268,7 +279,7 @@ class ScriptRegistry:
             ]:
                 entry = folder.joinpath(*parts)
                 if entry.is_file():
-                    partial = SourceFile.from_text(include, str(entry), entry.read_text(encoding="utf-8"))
+                    partial = SourceFile.from_text(include, str(entry), _read(entry))
                     homes.setdefault(partial.where, folder)
                     return partial
             raise LookupError(f"partial {include!r} not found in {', '.join(map(str, self.folders))}")
@@ -281,7 +292,7 @@ class ScriptRegistry:
         for folder in self.folders:
             entry = folder.joinpath(f"{name}.lua")
             if entry.is_file():
-                return SourceFile.from_text(entry.name, str(entry), entry.read_text(encoding="utf-8")), folder
+                return SourceFile.from_text(entry.name, str(entry), _read(entry)), folder
         raise ScriptNotFoundError(
             f"no script {name!r}: no {name}.lua in {', '.join(map(str, self.folders)) or '(no folders)'}"
         )

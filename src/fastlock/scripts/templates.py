@@ -26,6 +26,13 @@ Directives are Lua comments on their own line, so a template stays valid Lua:
 
 Every rendered line maps back to the file and line it came from (:meth:`Rendered.origin`);
 the generated line maps to the first ``#meta`` directive.
+
+Lines are Lua's (:func:`lua_lines`): a line ends at ``\n``, ``\r``, ``\r\n`` or ``\n\r``
+and nowhere else (``\f``, ``\v``, ``\x85``, U+2028 ... are ordinary characters, in a
+comment as anywhere), so line numbers count as the server counts them. Each line keeps its
+own line ending: a script without directives renders to its source exactly, and a
+rendered script to its files' bytes with the partials and the generated line put in (a
+file's last line without an ending gets ``\n`` when something follows it).
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ from dataclasses import dataclass
 
 from ..exceptions import TemplateError
 
-__all__ = ["META_FIELDS", "Rendered", "Resolver", "SourceFile", "render"]
+__all__ = ["META_FIELDS", "Rendered", "Resolver", "SourceFile", "lua_lines", "render"]
 
 META_FIELDS = ("now", "debug", "max_history", "script_name", "server_version")
 _META_READERS = {
@@ -46,24 +53,68 @@ _META_READERS = {
     "script_name": "{}",
     "server_version": "{}",
 }
-_INCLUDE = re.compile(r"^\s*--\s*#include\b(?P<rest>.*)$")
-_INCLUDE_NAME = re.compile(r'\s+"(?P<name>[^"]+)"\s*$')
-_META = re.compile(r"^\s*--\s*#meta\b(?P<fields>.*)$")
+# ASCII: \s is C's isspace, Lua's white space (a line holds no \n or \r)
+_INCLUDE = re.compile(r"^\s*--\s*#include\b(?P<rest>.*)$", re.ASCII | re.DOTALL)
+_INCLUDE_NAME = re.compile(r'\s+"(?P<name>[^"]+)"\s*$', re.ASCII)
+_META = re.compile(r"^\s*--\s*#meta\b(?P<fields>.*)$", re.ASCII | re.DOTALL)
+_WORD = re.compile(r"\S+", re.ASCII)
+_LUA_BREAK = re.compile(r"\r\n|\n\r|\r|\n")
+
+
+def lua_lines(text: str) -> list[tuple[str, str]]:
+    """``text`` as Lua's lexer reads it: (line, line ending) pairs, the endings ``"\n"``,
+    ``"\r"``, ``"\r\n"``, ``"\n\r"`` (paired greedily, as Lua does) or ``""`` for a last
+    line without one; joined back they are ``text``. A ``#!`` shebang line ends at the first
+    ``\n``, as the server reads it (a ``\r`` before that belongs to the shebang)."""
+    lines: list[tuple[str, str]] = []
+    start = 0
+    if text.startswith("#!"):
+        newline = text.find("\n")
+        if newline < 0:
+            return [(text, "")]
+        end = _LUA_BREAK.match(text, newline)
+        assert end is not None
+        lines.append((text[:newline], end[0]))
+        start = end.end()
+    for end in _LUA_BREAK.finditer(text, start):
+        lines.append((text[start : end.start()], end[0]))
+        start = end.end()
+    if start < len(text):
+        lines.append((text[start:], ""))
+    return lines
+
+
+def _joined(ending: str, following: str) -> str:
+    """The ending for a line followed by the line ``following`` (with its ending), so that
+    the two neither run together nor merge into one Lua break: unchanged for two lines
+    of one text, as :func:`lua_lines` split it."""
+    ending = ending or "\n"
+    first = following[:1]
+    if len(ending) == 1 and first in ("\n", "\r") and first != ending:
+        ending += first  # "\r" + "\n..." would read as one break
+    return ending
 
 
 @dataclass(frozen=True, eq=False)
 class SourceFile:
     """One template or partial: ``name`` as includes and reports spell it
     (``"lock_acquire.lua"``, ``"shared/_debug.lua"``), ``path`` where it was read from
-    (``None`` for a source given as a string), and its lines without line endings."""
+    (``None`` for a source given as a string), its Lua lines without line endings, and
+    their ``endings`` (:func:`lua_lines`; missing ones read as ``"\n"``)."""
 
     name: str
     path: str | None
     lines: tuple[str, ...]
+    endings: tuple[str, ...] = ()
 
     @classmethod
     def from_text(cls, name: str, path: str | None, text: str) -> SourceFile:
-        return cls(name, path, tuple(text.splitlines()))
+        lines = lua_lines(text)
+        return cls(name, path, tuple(line for line, _ in lines), tuple(end for _, end in lines))
+
+    def ending(self, index: int) -> str:
+        """The line ending of line ``index + 1``."""
+        return self.endings[index] if index < len(self.endings) else "\n"
 
     @property
     def where(self) -> str:
@@ -77,8 +128,10 @@ Resolver = Callable[[str, SourceFile], SourceFile]
 
 @dataclass(frozen=True, eq=False)
 class Rendered:
-    """A rendered script: ``source`` (ends with a newline), the declared ``meta`` fields
-    in :data:`META_FIELDS` order, and ``origins[i]`` = (file, line) of rendered line ``i + 1``."""
+    """A rendered script: ``source`` (its files' bytes with the partials and the generated
+    line put in, each line ending as in its file), the declared ``meta`` fields in
+    :data:`META_FIELDS` order, and ``origins[i]`` = (file, line) of Lua line ``i + 1`` of
+    ``source``."""
 
     source: str
     meta: tuple[str, ...]
@@ -96,6 +149,7 @@ def _chain(stack: list[tuple[SourceFile, int]], last: str) -> str:
 def render(main: SourceFile, resolve: Resolver) -> Rendered:
     """Expand ``main``'s includes and metadata declarations; see the module docstring."""
     lines: list[str] = []
+    endings: list[str] = []
     origins: list[tuple[SourceFile, int]] = []
     meta: set[str] = set()
     meta_at: list[tuple[SourceFile, int]] = []
@@ -105,6 +159,7 @@ def render(main: SourceFile, resolve: Resolver) -> Rendered:
     def paste(file: SourceFile) -> None:
         for number, text in enumerate(file.lines, 1):
             lines.append(text)
+            endings.append(file.ending(number - 1))
             origins.append((file, number))
             if match := _INCLUDE.match(text):
                 name = _INCLUDE_NAME.match(match["rest"])
@@ -116,7 +171,7 @@ def render(main: SourceFile, resolve: Resolver) -> Rendered:
                 include(name["name"])
                 stack.pop()
             elif match := _META.match(text):
-                fields = set(match["fields"].split())
+                fields = set(_WORD.findall(match["fields"]))
                 unknown = fields.difference(META_FIELDS)
                 if unknown:
                     raise TemplateError(
@@ -144,8 +199,13 @@ def render(main: SourceFile, resolve: Resolver) -> Rendered:
     if fields:
         at = 1 if lines and lines[0].startswith("#!") else 0
         lines.insert(at, _meta_prelude(fields))
+        endings.insert(at, "\n")
         origins.insert(at, meta_at[0])
-    return Rendered("\n".join(lines) + "\n", fields, tuple(origins))
+    # Where lines of different places meet: no-ops between two lines of one file.
+    for i in range(len(lines) - 1):
+        endings[i] = _joined(endings[i], lines[i + 1] + endings[i + 1])
+    source = "".join(text + ending for text, ending in zip(lines, endings, strict=True))
+    return Rendered(source, fields, tuple(origins))
 
 
 def _meta_prelude(fields: tuple[str, ...]) -> str:

@@ -87,7 +87,7 @@ class Connection:
                 if n == 0:
                     self.close()
                     raise ConnectionError("connection closed by the server", sent=True)
-                reader.feed(self._in, 0, n)
+                reader._take(self._in, n)
                 reply = reader.gets()
         except ProtocolError:
             self.close()
