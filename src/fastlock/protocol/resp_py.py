@@ -107,12 +107,6 @@ def evalsha_head(sha: Any, command: int = -1) -> bytes:
     return b"$7\r\nEVALSHA\r\n$%d\r\n%s\r\n" % (len(data), data)
 
 
-def eval_head(body: Any) -> bytes:
-    """What replaces a script's EVALSHA head when it may not be loaded: ``EVAL`` and its body."""
-    data = _arg(body, 0, 1, -1)
-    return b"$4\r\nEVAL\r\n$%d\r\n%s\r\n" % (len(data), data)
-
-
 def put_evalsha(
     out: list[bytes],
     sha: Any,

@@ -9,7 +9,7 @@ from time import monotonic
 from typing import Any, final
 
 from ..exceptions import ConnectionError, ResponseError
-from ..protocol.resp_py import eval_head, evalsha_head, put_command, put_evalsha
+from ..protocol.resp_py import encode_command, evalsha_head, put_command, put_evalsha
 
 __all__ = ["Batch", "ScriptCaller", "SlotRouter"]
 
@@ -211,8 +211,8 @@ class Batch:
         for _, queued in self._evals:
             if queued is entry:
                 return entry.head
-        if entry.eval is None:
-            entry.eval = eval_head(entry.script.body)
+        if entry.eval is None:  # ``EVAL`` and the body: what replaces the EVALSHA head
+            entry.eval = encode_command("EVAL", entry.script.body)[len(b"*2\r\n") :]
         self._evals.append((len(self._scripts), entry))
         return entry.eval
 
