@@ -351,3 +351,62 @@ def test_the_async_client_learns_key_rules_alike(
     _check(one_by_one, b"1")
     _check(batched, b"2")
     assert redirects == 0 and _calls(cluster, "command|info") - infos == 3
+
+
+def _seen(node: Any, name: str) -> int:
+    """Commands ``name`` that reached ``node`` since its last ``CONFIG RESETSTAT``, run or
+    rejected (a redirect)."""
+    for line in bulk_text(node.raw_command("INFO", "commandstats")).splitlines():
+        if line.startswith(f"cmdstat_{name}:"):
+            fields = dict(field.split("=") for field in line.partition(":")[2].split(","))
+            return int(fields["calls"]) + int(fields.get("rejected_calls", 0))
+    return 0
+
+
+def test_a_redirected_batch_command_goes_to_the_reply_s_target_on_both_clients(
+    client: ClusterClient, cluster: TempCluster, cluster_url: str, impl: str
+) -> None:
+    """A command of ``execute_many`` answered ``ASK`` is sent to the node the reply names, not
+    routed again from the slot map (which still names the source): the source sees it once."""
+    key = "{batch-ask}:key"
+    slot = key_slot(key)
+    source, _, source_id, _ = _migrate(cluster, slot)
+
+    async def batch_async() -> list[Any]:
+        async with AsyncClusterClient(cluster_url, impl=impl) as aclient:
+            await aclient.refresh(force=True)
+            assert source.raw_command("CONFIG", "RESETSTAT") == b"+OK\r\n"
+            return await aclient.execute_many([("GET", key)])
+
+    try:
+        assert source.raw_command("CONFIG", "RESETSTAT") == b"+OK\r\n"
+        assert client.execute_many([("GET", key)]) == [None]
+        assert _seen(source, "get") == 1
+        assert asyncio.run(batch_async()) == [None]
+        assert _seen(source, "get") == 1
+    finally:
+        _finish(cluster, slot, source_id)
+
+
+def test_wait_is_checked_and_applies_when_set_later_on_both_clients(cluster_url: str, impl: str) -> None:
+    """``client.wait = ...`` is checked as the constructor checks it, and the script calls
+    made after it follow it (``WAIT`` after an acquire), on the sync and the async client."""
+    with ClusterClient(cluster_url, impl=impl) as client:
+        with pytest.raises(fastlock.ArgumentError, match="wait must be"):
+            client.wait = (0, 10)
+        client.wait = (1, 1000)
+        assert client.wait == (1, 1000) and client.lock("later", ttl=5).acquire("a") is not None
+        client.wait = None
+        assert client.wait is None and client.lock("later", ttl=5).acquire("a") is not None
+
+    async def run() -> None:
+        async with AsyncClusterClient(cluster_url, impl=impl) as aclient:
+            with pytest.raises(fastlock.ArgumentError, match="wait must be"):
+                aclient.wait = (0, 10)
+            aclient.wait = (1, 1000)
+            assert aclient.wait == (1, 1000)
+            assert await aclient.lock("later-async", ttl=5).acquire("a") is not None
+            aclient.wait = None
+            assert aclient.wait is None
+
+    asyncio.run(run())

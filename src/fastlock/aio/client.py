@@ -19,19 +19,16 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import functools
 import os
 from collections.abc import Iterable, Sequence
 from time import monotonic
-from typing import TYPE_CHECKING, Any, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._impl import load_core
 from ..exceptions import ConnectionError, FastlockError, ResponseError, TimeoutError
-from ..locks.options import LockOptions
 from ..operations import AsyncRunner, Operation
 from ..params import DEFAULT_URL, ConnectionParams, blocking_wait, parse_url
 from ..protocol.commands import refuse_connection_state
-from ..queues.calls import QueueOptions
 from ..scripts.calling import (
     ScriptSettings,
     ScriptSettingsAccess,
@@ -45,44 +42,15 @@ from ..scripts.calling import (
     register,
 )
 from ..scripts.registry import ScriptRegistry
+from .access import AsyncLockQueueAccess
 from .connection import Connection, open_connection
 from .drive import drive
-from .locks import AsyncLock, AsyncLockManager
 from .pipeline import BoundScript, Pipeline
 from .pool import Pool
-from .queue import AsyncQueue
 
 __all__ = ["AsyncLockQueueAccess", "Client"]
 
 T = TypeVar("T")
-
-
-class AsyncLockQueueAccess:
-    """``queue``, ``locks`` and ``lock`` for any :class:`~fastlock.operations.AsyncRunner`
-    (the standalone and the cluster clients)."""
-
-    def queue(self, name: str, **options: Unpack[QueueOptions]) -> AsyncQueue:
-        """A job queue on this client: ``options`` are :class:`fastlock.Client.queue`'s
-        (typed by :class:`~fastlock.queues.calls.QueueOptions`, each checked before use)."""
-        return AsyncQueue(self, name, **options)  # type: ignore[arg-type] # a mixin of AsyncRunners
-
-    @functools.cached_property
-    def locks(self) -> AsyncLockManager:
-        """The default lock namespace (prefix ``fastlock``, shared with sync clients); build
-        an :class:`~fastlock.aio.AsyncLockManager` for other settings."""
-        return AsyncLockManager(self)  # type: ignore[arg-type] # a mixin of AsyncRunners
-
-    def lock(
-        self,
-        name: str | None = None,
-        *,
-        digest: str | None = None,
-        queue: str | None = None,
-        args: Any = None,
-        **options: Unpack[LockOptions],
-    ) -> AsyncLock:
-        """A unique-job lock in :attr:`locks` (arguments of :meth:`fastlock.Client.lock`)."""
-        return self.locks.lock(name, digest=digest, queue=queue, args=args, **options)
 
 
 class Client(ScriptSettingsAccess, AsyncLockQueueAccess):

@@ -1,6 +1,20 @@
-"""Job queues on asyncio: :class:`AsyncQueue`, the methods of :class:`~fastlock.queues.queue.Queue`
-awaited, over the same :class:`~fastlock.queues.calls.QueueBase` arguments, operations and
-reply parsers (:mod:`fastlock.queues.jobs`). See ``docs/queues.md``."""
+"""Job queues with leases: atomic claim, fencing tokens, renewal, recovery, retries, dead letters.
+
+Every transition is one bounded Lua script (``lua/queue_*.lua``) over the queue's keys, all
+under one hash tag (``fl:{name}:...``). Deadlines and due times come from the server clock
+(``TIME``); clients send durations only. Each claim hands out a fencing token, strictly
+increasing per queue; ``complete``, ``fail`` and ``extend`` are refused (:class:`LeaseLost`)
+once a job's lease was recovered or re-claimed. Delivery is at least once: a handler may run
+again after its lease is lost, so its external effects should be idempotent or fenced with
+``job.token``. Layout, costs and semantics: ``docs/queues.md``.
+
+Each method is three parts written once for every transport: the arguments from
+:class:`~fastlock.queues.calls.QueueBase`, one runner call (or ``runner.run`` of an
+operation of several calls), and a reply parser of :mod:`~fastlock.queues.jobs`.
+
+``aio/queue.py``, the asyncio queue, is the source of the sync ``queues/queue.py``:
+``tools/async_to_sync.py`` writes it.
+"""
 
 from __future__ import annotations
 
@@ -22,6 +36,7 @@ from ..queues.jobs import (
     dead_count,
     dead_jobs,
     enqueued,
+    enqueued_many,
     extended,
     failed,
     queue_stats,
@@ -32,10 +47,10 @@ __all__ = ["AsyncQueue"]
 
 
 class AsyncQueue(QueueBase[AsyncRunner]):
-    """A job queue on an :class:`~fastlock.operations.AsyncRunner` such as
-    :class:`fastlock.aio.Client`: each method is :class:`~fastlock.queues.queue.Queue`'s
-    (same arguments, checks and results), awaited. :meth:`wait` blocks on a dedicated
-    connection, not the event loop."""
+    """A job queue on a runner (:class:`~fastlock.operations.AsyncRunner`) such as
+    :class:`fastlock.aio.Client` (see the module docstring; options in :class:`QueueBase`).
+    Arguments are checked before anything is sent. On asyncio, :meth:`wait` blocks a
+    dedicated connection, not the event loop."""
 
     # ---- producing
 
@@ -48,30 +63,44 @@ class AsyncQueue(QueueBase[AsyncRunner]):
         priority: int | None = None,
         unique: str | Unique | None = None,
     ) -> str:
-        """Add one job and return its id (:meth:`Queue.enqueue <fastlock.queues.queue.Queue.enqueue>`)."""
+        """Add one job and return its id. ``delay``: seconds before it becomes ready;
+        ``priority``: ``0 <= p < 2**20``, lower first; prioritised jobs are claimed once no
+        job without a priority is ready. A ``job_id`` (a non-empty str not starting with
+        :data:`FRESH_MARK`) already present in the queue, or a ``unique`` lock already held,
+        raises :class:`DuplicateJob` naming the holder. No enqueue overwrites a job."""
         keys, args = self._enqueue_call(payload, job_id, delay, priority, unique)
         return enqueued(await self.client.call("queue_enqueue", keys, args), args[0])
 
     async def enqueue_many(
         self, payloads: Iterable[bytes | str], *, delay: float | None = None, priority: int | None = None
     ) -> list[str]:
-        """Add jobs with fresh ids, :data:`MAX_BATCH` per call; returns their ids."""
-        return await self.client.run(
-            enqueue_batches(self.producer_keys, self._enqueue_many_calls(payloads, delay, priority))
-        )
+        """Add jobs with fresh ids, :data:`MAX_BATCH` per call (one HSET and one push
+        each); returns their ids. ``delay`` and ``priority`` apply to all. Every payload
+        is checked before the first call."""
+        calls = self._enqueue_many_calls(payloads, delay, priority)
+        if len(calls) == 1:  # direct: no operation to drive
+            reply = await self.client.call("queue_enqueue_many", self.producer_keys, calls[0])
+            return enqueued_many(reply, calls[0])
+        return await self.client.run(enqueue_batches(self.producer_keys, calls))
 
     # ---- consuming
 
     async def claim(self, count: int = 1, *, lease: float | None = None) -> Batch:
         """Lease up to ``count`` ready jobs (due delayed jobs are promoted first)."""
-        args = self._claim_args(count, lease)
-        return claimed(await self.client.call("queue_claim", self.worker_keys, args))
+        return claimed(
+            await self.client.call("queue_claim", self.worker_keys, self._claim_args(count, lease))
+        )
 
     async def complete(
         self, jobs: Job | Sequence[Job], *, claim: int = 0, lease: float | None = None
     ) -> Batch:
-        """Complete ``jobs`` and claim ``claim`` more in the same round trip
-        (:meth:`Queue.complete <fastlock.queues.queue.Queue.complete>`)."""
+        """Complete ``jobs`` (payloads deleted) and, when ``claim`` > 0, claim the next
+        batch in the same round trip; returns that batch.
+
+        Completing again after a lost reply succeeds (within ``keep_completed``). If any
+        lease was lost, the others are still completed, nothing is claimed and
+        :class:`LeaseLost` lists the lost jobs.
+        """
         jobs = (jobs,) if isinstance(jobs, Job) else jobs
         args = self._complete_args(jobs, claim, lease)
         if args is None:
@@ -81,32 +110,44 @@ class AsyncQueue(QueueBase[AsyncRunner]):
     async def fail(
         self, job: Job, error: str | BaseException = "", *, retry_in: float | None = None, dead: bool = False
     ) -> bool:
-        """Give a job back: retried, or dead-lettered; True when it will be retried."""
+        """Give a job back: retried after ``retry_in`` seconds (default: the queue's
+        backoff for its attempt), or dead-lettered with ``error`` when ``dead`` or its
+        attempts are used up. Returns True when it will be retried."""
         args = self._fail_args(job, error, retry_in, dead)
         return failed(await self.client.call("queue_fail", self.keys, args), job)
 
     async def extend(self, jobs: Sequence[Job], *, lease: float | None = None) -> list[Job]:
-        """Renew the leases of ``jobs``; returns the jobs whose lease was lost."""
+        """Renew the leases of ``jobs`` (one call per :data:`MAX_BATCH`); returns the jobs
+        whose lease was lost, after setting their ``lost`` flag."""
         return await self.client.run(extend_batches(self.keys, jobs, self._extend_calls(jobs, lease)))
 
     async def holds(self, job: Job, *, lease: float | None = None) -> bool:
-        """Whether ``job``'s lease is still its own (renewed if so), in one round trip."""
+        """Whether ``job``'s lease is still its own, asked of the server in one round trip
+        (the lease member carries the fencing token: a recovered or re-claimed job answers
+        False and gets ``job.lost`` set). A held lease is renewed for ``lease`` seconds
+        (default: the queue's), so call this right before committing an effect."""
         (args,) = self._extend_calls([job], lease)
         return not extended(await self.client.call("queue_extend", self.keys, args), [job])
 
     async def release(self, jobs: Sequence[Job]) -> list[Job]:
-        """Hand back unstarted leased jobs, attempts given back (:meth:`Queue.release
-        <fastlock.queues.queue.Queue.release>`); returns the lost ones."""
+        """Hand back leased jobs that were not started (a stopping worker's batch): each goes
+        back to ready at the head of its lane with its attempt given back, in one call of at
+        most :data:`MAX_BATCH`. Returns the jobs whose lease was already lost (flagged)."""
         args = self._release_args(jobs)
         return released(await self.client.call("queue_release", self.keys, args), jobs) if args else []
 
     async def recover(self, limit: int = MAX_BATCH, *, rounds: int = 1) -> Recovered:
-        """Return expired leases to ready, or dead-letter those out of attempts."""
+        """Return up to ``limit`` expired leases to ready, or dead-letter those that used
+        ``max_attempts``; call again while the limit was reached, up to ``rounds`` calls
+        (the counts are totals). Three server commands when nothing expired."""
         args = self._recover_args(limit, rounds)
         return await self.client.run(recover_rounds(self.keys, args, rounds))
 
     async def wait(self, timeout: float, *, interrupt: str | None = None) -> bool:
-        """Wait up to ``timeout`` seconds for work or ``interrupt`` (no polling); True if woken."""
+        """Block up to ``timeout`` seconds (at least 10 ms) until a producer or another
+        worker signals work (BZPOPMIN on the wake marker; no polling), or something is
+        added to the sorted set ``interrupt`` (a key under this queue's prefix, see
+        :meth:`interrupt`). True if woken."""
         command, seconds = self._wait_args(timeout, interrupt)
         return await self.client.execute_blocking(*command, timeout=seconds) is not None
 
@@ -124,7 +165,9 @@ class AsyncQueue(QueueBase[AsyncRunner]):
     async def requeue_dead(
         self, ids: Iterable[str] | None = None, *, limit: int = 100, older_than: float | None = None
     ) -> int:
-        """Move dead jobs back to ready with their attempts reset; returns how many moved."""
+        """Move dead jobs back to ready with their attempts reset (unique locks are not taken
+        again): ``ids`` (at most :data:`MAX_BATCH`), or else the oldest ``limit`` dead for
+        ``older_than`` seconds or more. Returns how many moved."""
         args = self._dead_args("requeue", ids, limit, older_than)
         return 0 if args is None else dead_count(await self.client.call("queue_dead", self.keys, args))
 
@@ -136,10 +179,10 @@ class AsyncQueue(QueueBase[AsyncRunner]):
         return 0 if args is None else dead_count(await self.client.call("queue_dead", self.keys, args))
 
     async def stats(self) -> QueueStats:
-        """Job counts, read in one round trip."""
+        """Job counts, read in one round trip (not a snapshot across the four states)."""
         return queue_stats(await self.client.execute_many(self._stats_commands()))
 
-    # ---- admin (bounded per call; see fastlock.queues.admin)
+    # ---- admin (each call bounded by its arguments: fastlock.queues.admin)
 
     async def peek(self, state: str = "ready", *, offset: int = 0, count: int = 20) -> admin.Page:
         """Up to ``count`` (≤ 1000) jobs in ``state`` (ready, delayed, active or dead) from
@@ -155,7 +198,7 @@ class AsyncQueue(QueueBase[AsyncRunner]):
 
     async def cancel(self, job_id: str, *, window: int = admin.WINDOW) -> admin.Cancelled:
         """Remove a ready or delayed job, its payload and its held unique lock, atomically;
-        an active (leased) or dead job is refused."""
+        an active (leased) or dead job is refused, see :class:`~fastlock.queues.admin.Cancelled`."""
         args = admin.cancel_args(job_id, window)
         return admin.cancelled(await self.client.call("queue_cancel", self.keys, args))
 
@@ -167,5 +210,9 @@ class AsyncQueue(QueueBase[AsyncRunner]):
         """The unique lock on ``digest`` (held or ttl), or ``None`` when it is free."""
         return await self.client.run(admin.unique_lock(self.key["unique"], self.prefix, digest))
 
-    def __repr__(self) -> str:
-        return f"<fastlock.aio.AsyncQueue {self.name!r} lease={self.lease} max_attempts={self.max_attempts}>"
+    if True:  # ASYNC (the sync Queue's is QueueBase's)
+
+        def __repr__(self) -> str:
+            return (
+                f"<fastlock.aio.AsyncQueue {self.name!r} lease={self.lease} max_attempts={self.max_attempts}>"
+            )

@@ -1,14 +1,28 @@
-"""``AsyncClusterClient``: an :class:`~fastlock.operations.AsyncRunner` over a Redis/Valkey
-Cluster: the router of :class:`~fastlock.cluster.ClusterClient` (the same slot map, refresh
-gate, redirect plan and ``ASKING`` writes), driven over one :class:`fastlock.aio.Client` per
-node. A refresh runs while the calls that asked for it go on with the patched map."""
+"""``AsyncClusterClient``: a :class:`~fastlock.operations.AsyncRunner` over a Redis/Valkey
+Cluster, one :class:`fastlock.aio.Client` per node (its pool, retry policy and script-call
+policy, NOSCRIPT repaired per node), all sharing one script registry and settings.
+
+``cluster/aio.py`` is the source of both cluster clients: ``tools/async_to_sync.py`` writes the
+sync ``cluster/client.py`` from it (an ``if True:  # ASYNC`` block holds what one side does
+alone, its ``else`` part the sync side's).
+
+A call goes to the primary of the slot of its first key (:mod:`fastlock.cluster.routing`: no
+extra round trip); a redirect or a wait reply runs :func:`~fastlock.cluster.routing.redirected`.
+The sync client's script call takes the standalone client's path with one step more, in the
+core: its ``SlotRouter`` finds the slot (cached per key) and the node's ``ScriptCaller``
+(cached per slot in the slot map's ``routes``), without a Python frame; redirects leave that
+path for ``_call_failed``. Every script is loaded on every node, replicas included, when the
+client first meets the node (``SCRIPT LOAD`` is not replicated since Redis 7.0): after a
+failover the new primary already has them. A refresh runs while the calls that asked for it go
+on with the patched map.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import logging
 import random
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import replace
@@ -17,6 +31,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..aio.client import AsyncLockQueueAccess, Client
 from ..aio.drive import drive
 from ..aio.pipeline import BoundScript, Pipeline
+from ..aio.script_calls import AsyncScriptCalls
 from ..exceptions import ConnectionError, ResponseError
 from ..operations import AsyncRunner, Operation, run_plan_async
 from ..params import DEFAULT_URL
@@ -30,6 +45,12 @@ from .durability import DURABLE_SCRIPTS, check_wait, durable_call_async
 from .routing import Attempt, Pause, Plan, Refresh, SlotCache, redirected
 from .topology import Address, RefreshGate, SlotMap, parse_slots, seed_address, shuffled
 
+if True:  # ASYNC
+    import asyncio
+else:
+    from ..scripts.calling import ScriptSettings
+    from ..scripts.registry import Script
+
 __all__ = ["AsyncClusterClient"]
 
 T = TypeVar("T")
@@ -37,11 +58,14 @@ _log = logging.getLogger("fastlock.cluster")
 _Send = Callable[[Client, bool], Awaitable[Any]]
 
 
-class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess):
-    """The asyncio client of a Redis/Valkey Cluster: the arguments of
-    :class:`~fastlock.cluster.ClusterClient` (``wait`` included), the options those of
-    :class:`fastlock.aio.Client` (per node). Use it from one event loop; close it with
-    ``await client.close()``."""
+class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess, AsyncScriptCalls):
+    """A client of a Redis/Valkey Cluster; ``url`` (and ``seeds``, more ``host:port`` or
+    URLs) names nodes to read the slot map from; ``wait=(replicas, ms)`` sends ``WAIT`` after
+    each lock acquire and claim, in the same write, and raises
+    :class:`~fastlock.cluster.durability.ReplicationError` when fewer replicas acknowledged.
+    The other arguments are those of :class:`fastlock.aio.Client`, applied to each node's client
+    (``max_connections`` per node). Locks and queues work unchanged: ``client.lock(...)``,
+    ``client.queue(...)``. Close it with ``await client.close()`` or ``async with``."""
 
     def __init__(
         self,
@@ -51,8 +75,6 @@ class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess):
         wait: tuple[int, int] | None = None,
         **options: Any,
     ) -> None:
-        self.wait = check_wait(wait)
-        """``(replicas, ms)``: ``WAIT`` after each lock acquire and claim, or ``None``."""
         self._options = options
         self._first = Client(url, **options)
         self.impl = self._first.impl
@@ -66,14 +88,42 @@ class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess):
         self._commands = CommandTable()
         self._redirects = 0
         self._gate = RefreshGate()
-        self._read_done = asyncio.Event()  # set while no slot-map read runs
-        self._read_done.set()
+        self._map_lock = threading.Lock()
         self._loaded_on: set[Address] = set()
         self._reads = 0
+        if True:  # ASYNC
+            self._read_done = asyncio.Event()  # set while no slot-map read runs
+            self._read_done.set()
+        else:
+            self._gate_lock = threading.Lock()
+            self._router = self._first._core.SlotRouter(
+                self.scripts,
+                self.script_settings,
+                self._with_meta,
+                self._slot.known,
+                self._slots.routes,
+                self._slot_of,
+                self._route,
+                self._call_failed,
+            )
+            self._plain_call = self._router.call
+        self.wait = wait
+
+    @property
+    def wait(self) -> tuple[int, int] | None:
+        """``(replicas, ms)``: ``WAIT`` after each lock acquire and claim, or ``None``."""
+        return self._wait
+
+    @wait.setter
+    def wait(self, wait: tuple[int, int] | None) -> None:
+        self._wait = check_wait(wait)
+        self._call = self._plain_call if self._wait is None else self._waiting_call
+        self._bind_call()
 
     @classmethod
     def from_redis(cls, redis_client: Any, **kwargs: Any) -> AsyncClusterClient:
-        """A client of the cluster a redis-py ``RedisCluster`` (either flavour) talks to."""
+        """A client of the cluster a redis-py ``RedisCluster`` talks to (its startup nodes as
+        seeds, its credentials, timeouts and TLS per node); ``kwargs`` go to the constructor."""
         from ..interop.redis_py import cluster_from_redis
 
         seeds, params = cluster_from_redis(redis_client)
@@ -91,39 +141,80 @@ class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess):
 
     def node(self, address: Address) -> Client:
         """The client of the node at ``address`` (made on first use)."""
-        node = self._nodes.get(address)
-        if node is None:
-            node = self._nodes[address] = Client(**self._options)
-            node.params = replace(self.params, host=address[0], port=address[1])
-            share_scripts(node, self._first)
+        try:
+            return self._nodes[address]
+        except KeyError:
+            pass
+        with self._map_lock:
+            node = self._nodes.get(address)
+            if node is None:
+                node = Client(**self._options)
+                node.params = replace(self.params, host=address[0], port=address[1])
+                share_scripts(node, self._first)
+                self._nodes[address] = node
         return node
+
+    async def nodes(self) -> dict[Address, Client]:
+        """The clients of every node known (primaries, then replicas), by address."""
+        await self._ensure_map()
+        return {address: self.node(address) for address in self._slots.nodes()}
 
     async def primaries(self) -> list[Client]:
         """The clients of the primaries (for per-node commands such as ``SCAN``)."""
-        if self._slots.primaries[0] is None:
-            await self._refresh_now()
+        await self._ensure_map()
         return [self.node(address) for address in self._slots.primary_nodes()]
 
-    async def refresh(self, force: bool = False) -> bool:
-        """Read the slot map from a random known node (one refresh at a time, a cooldown
-        between two unless ``force``); True if this call read it."""
-        gate = self._gate
-        if gate.running or not (force or gate.begin(time.monotonic())):
-            return False
-        gate.running = True
-        self._read_done.clear()
-        try:
-            await self._read_map()
-        finally:
-            gate.end(time.monotonic())
-            self._read_done.set()
-        return True
+    async def _ensure_map(self) -> None:
+        if self._slots.primaries[0] is None:
+            await self._refresh_now()
 
-    async def _refresh_now(self) -> None:
-        """Read the slot map now, or wait for the read another task is making (a task that
-        finds the gate taken must not fail for want of the map being read)."""
-        if not await self.refresh(force=True):
-            await self._read_done.wait()
+    if True:  # ASYNC
+
+        async def _refresh_now(self) -> None:
+            """Read the slot map now, or wait for the read another task is making (a task that
+            finds the gate taken must not fail for want of the map being read)."""
+            if not await self.refresh(force=True):
+                await self._read_done.wait()
+
+        async def refresh(self, force: bool = False) -> bool:
+            """Read the slot map from a random known node (one refresh at a time, a cooldown
+            between two unless ``force``); True if this call read it."""
+            gate = self._gate
+            if gate.running or not (force or gate.begin(time.monotonic())):
+                return False
+            gate.running = True
+            self._read_done.clear()
+            try:
+                await self._read_map()
+            finally:
+                gate.end(time.monotonic())
+                self._read_done.set()
+            return True
+
+    else:
+
+        def _refresh_now(self) -> None:
+            """Read the slot map now, or wait for the read another thread is making (a thread
+            that finds the gate taken must not fail for want of the map being read)."""
+            if not self.refresh(force=True):
+                with self._gate_lock:  # held by the reading thread until its read is done
+                    pass
+
+        def refresh(self, force: bool = False) -> bool:
+            """Read the slot map from a random known node (one refresh at a time, a cooldown
+            between two unless ``force``); True if this call read it."""
+            if not self._gate_lock.acquire(blocking=False):
+                return False
+            try:
+                if not force and not self._gate.begin(time.monotonic()):
+                    return False
+                try:
+                    self._read_map()
+                finally:
+                    self._gate.end(time.monotonic())
+            finally:
+                self._gate_lock.release()
+            return True
 
     async def _read_map(self) -> None:
         failure: BaseException | None = None
@@ -143,6 +234,7 @@ class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess):
             raise failure
 
     async def _load_scripts(self, addresses: Iterable[Address]) -> None:
+        """Load every script on the nodes not yet loaded (one write each)."""
         scripts = self.scripts.load_all()
         for address in addresses:
             if address in self._loaded_on:
@@ -160,8 +252,13 @@ class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess):
             address = self._slots.primary(slot)
         return address
 
+    async def _primary(self, slot: int) -> Client:
+        address = await self._address(slot)
+        return self._nodes.get(address) or self.node(address)
+
     async def _follow(self, plan: Plan, send: _Send) -> Any:
-        """:meth:`ClusterClient._follow <fastlock.cluster.ClusterClient._follow>` on asyncio."""
+        """Run a redirect plan (:func:`~fastlock.operations.run_plan_async`): attempts sent by
+        ``send(node, asking)``, their errors thrown into the plan."""
 
         async def perform(step: Attempt | Pause | Refresh) -> Any:
             if type(step) is Pause:
@@ -174,7 +271,67 @@ class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess):
 
         return await run_plan_async(plan, perform)
 
-    async def call(
+    def _slot_of(self, keys: Sequence[Any]) -> int:
+        """The slot a call with ``keys`` goes to: its first key's, any one without keys."""
+        return self._slot(keys[0]) if keys else random.randrange(SLOTS)
+
+    if True:  # ASYNC
+
+        async def _plain_call(
+            self,
+            name: str,
+            keys: Sequence[Any] = (),
+            args: Sequence[Any] = (),
+            *,
+            busy_timeout: float | None = None,
+        ) -> Any:
+            """The script call on the primary of its first key's slot, redirects followed."""
+            slot = self._slot_of(keys)
+            address = self._slots.primaries[slot] or await self._address(slot)
+            try:
+                return await self.node(address).call(name, keys, args, busy_timeout=busy_timeout)
+            except (ResponseError, ConnectionError) as exc:
+                error = exc
+
+            async def send(node: Client, asking: bool) -> Any:
+                if asking:
+                    script = self.scripts.get(name)
+                    commands = script_commands(script, self.script_settings, keys, args)
+                    return asking_reply(await node.execute_many(commands), script)
+                return await node.call(name, keys, args, busy_timeout=busy_timeout)
+
+            return await self._follow(redirected(self._slots, slot, error), send)
+
+    else:
+
+        def _route(self, slot: int) -> Any:
+            """The script caller of ``slot``'s primary, kept in the slot map's routes (a route
+            filled from a map changed meanwhile is wrong at most until its first ``MOVED``)."""
+            caller = self._slots.routes[slot] = self._primary(slot)._caller
+            return caller
+
+        def _call_failed(
+            self,
+            error: BaseException,
+            slot: int,
+            script: Script,
+            keys: Sequence[Any],
+            args: Sequence[Any],
+            settings: ScriptSettings,
+            busy_timeout: float | None,
+        ) -> Any:
+            """A script call that failed with a redirect or a node down (``args`` with the meta
+            values already): the redirect plan of :func:`~fastlock.cluster.routing.redirected`."""
+
+            def send(node: Client, asking: bool) -> Any:
+                if asking:
+                    commands = script_commands(script, settings, keys, args, meta=False)
+                    return asking_reply(node.execute_many(commands), script)
+                return node._caller.call_script(script, keys, args, settings, busy_timeout)
+
+            return self._follow(redirected(self._slots, slot, error), send)
+
+    async def _waiting_call(
         self,
         name: str,
         keys: Sequence[Any] = (),
@@ -182,33 +339,18 @@ class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess):
         *,
         busy_timeout: float | None = None,
     ) -> Any:
-        """Run script ``name`` on the primary of its first key's slot."""
-        slot = self._slot(keys[0]) if keys else random.randrange(SLOTS)
-        if self.wait is not None and name in DURABLE_SCRIPTS:
-            return await self._durable_call(slot, name, keys, args)
-        address = self._slots.primaries[slot] or await self._address(slot)
-        try:
-            return await self.node(address).call(name, keys, args, busy_timeout=busy_timeout)
-        except (ResponseError, ConnectionError) as exc:
-            error = exc
+        """The script call with ``wait`` set: lock acquires and claims followed by ``WAIT``."""
+        wait = self._wait
+        if wait is None or name not in DURABLE_SCRIPTS:
+            return await self._plain_call(name, keys, args, busy_timeout=busy_timeout)
+        script, settings = self.scripts.get(name), self.script_settings
+        if script.meta:
+            args = await self._with_meta(script, args)
 
         async def send(node: Client, asking: bool) -> Any:
-            if asking:
-                script = self.scripts.get(name)
-                commands = script_commands(script, self.script_settings, keys, args)
-                return asking_reply(await node.execute_many(commands), script)
-            return await node.call(name, keys, args, busy_timeout=busy_timeout)
+            return await durable_call_async(node, script, settings, keys, args, wait, asking, meta=False)
 
-        return await self._follow(redirected(self._slots, slot, error), send)
-
-    async def _durable_call(self, slot: int, name: str, keys: Sequence[Any], args: Sequence[Any]) -> Any:
-        script, settings, wait = self.scripts.get(name), self.script_settings, self.wait
-        assert wait is not None
-
-        async def send(node: Client, asking: bool) -> Any:
-            return await durable_call_async(node, script, settings, keys, args, wait, asking)
-
-        return await self._command_at(slot, send)
+        return await self._command_at(self._slot_of(keys), send)
 
     async def _command_slot(self, args: Sequence[Any]) -> int:
         """The slot of the first key of ``args`` (keyless: any), the server asked first about
@@ -229,7 +371,7 @@ class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess):
 
     async def _command_at(self, slot: int, send: _Send) -> Any:
         try:
-            return await send(self.node(await self._address(slot)), False)
+            return await send(await self._primary(slot), False)
         except (ResponseError, ConnectionError) as exc:
             return await self._follow(redirected(self._slots, slot, exc), send)
 
@@ -239,7 +381,7 @@ class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess):
         return await self._command(args, functools.partial(_sent, args=args))
 
     async def execute_blocking(self, *args: Any, timeout: float) -> Any:
-        """Run a blocking command on its key's primary (see :meth:`fastlock.aio.Client.execute_blocking`)."""
+        """Run a blocking command (see :meth:`fastlock.aio.Client.execute_blocking`) on its key's primary."""
         refuse_connection_state(args)
 
         async def send(node: Client, asking: bool) -> Any:
@@ -250,8 +392,8 @@ class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess):
         return await self._command(args, send)
 
     async def execute_many(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
-        """Send ``commands`` in one write per node (the nodes at once); replies in order, error
-        replies in place; a redirected command is sent again alone, following the redirect."""
+        """Send ``commands`` in one write per node; replies in order, error replies in place.
+        A command redirected (it did not run) is sent again alone, following the redirect."""
         for args in commands:
             refuse_connection_state(args)
         groups: dict[Address, list[int]] = {}
@@ -260,23 +402,29 @@ class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess):
             slot = await self._command_slot(args)
             slots.append(slot)
             groups.setdefault(await self._address(slot), []).append(index)
-        batches = await asyncio.gather(
-            *(self.node(a).execute_many([commands[i] for i in indexes]) for a, indexes in groups.items())
-        )
+        if True:  # ASYNC: the nodes at once
+            batches = await asyncio.gather(
+                *(self.node(a).execute_many([commands[i] for i in indexes]) for a, indexes in groups.items())
+            )
+        else:
+            batches = [
+                self.node(a).execute_many([commands[i] for i in indexes]) for a, indexes in groups.items()
+            ]
         replies: list[Any] = [None] * len(commands)
         for indexes, batch in zip(groups.values(), batches, strict=True):
             for index, reply in zip(indexes, batch, strict=True):
                 replies[index] = reply
         for index, reply in enumerate(replies):
-            if is_redirect(reply):
+            if is_redirect(reply):  # to the node the reply names (the slot map may still be stale)
+                plan = redirected(self._slots, slots[index], reply)
                 try:
-                    replies[index] = await self.execute(*commands[index])
+                    replies[index] = await self._follow(plan, functools.partial(_sent, args=commands[index]))
                 except ResponseError as exc:
                     replies[index] = exc
         return replies
 
     async def run(self, operation: Operation[T]) -> T:
-        """Run a multi-step :data:`~fastlock.operations.Operation` with awaited calls."""
+        """Run a multi-step :data:`~fastlock.operations.Operation` on this client."""
         return await drive(self, operation)
 
     def pipeline(self) -> Pipeline:
@@ -289,11 +437,11 @@ class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess):
         return await self._address(self._slot(keys[0])) if keys else None
 
     def script(self, name: str) -> BoundScript:
-        """Script ``name`` as an awaitable callable."""
+        """Script ``name`` as a callable: ``await client.script(name)(keys, args)``."""
         return BoundScript(self, self.scripts.get(name))
 
     def register_script(self, source: str | bytes, name: str | None = None) -> BoundScript:
-        """Register ``source`` as script ``name`` (loaded on a node by its first NOSCRIPT)."""
+        """Register ``source`` as script ``name`` (loaded on a node by its first NOSCRIPT there)."""
         return BoundScript(self, register(self.scripts, source, name))
 
     async def close(self) -> None:
@@ -318,4 +466,4 @@ async def _sent(node: Client, asking: bool, args: tuple[Any, ...]) -> Any:
 
 
 if TYPE_CHECKING:
-    _RUNNER: type[AsyncRunner] = AsyncClusterClient  # mypy checks that it is an AsyncRunner
+    _RUNNER: type[AsyncRunner] = AsyncClusterClient  # mypy checks the runner protocol

@@ -1,15 +1,21 @@
-"""``ClusterClient``: a :class:`~fastlock.operations.Runner` over a Redis/Valkey Cluster.
+# generated from src/fastlock/cluster/aio.py by tools/async_to_sync.py, do not edit
+"""``ClusterClient``: a :class:`~fastlock.operations.Runner` over a Redis/Valkey
+Cluster, one :class:`fastlock.Client` per node (its pool, retry policy and script-call
+policy, NOSCRIPT repaired per node), all sharing one script registry and settings.
 
-One :class:`fastlock.Client` per node (its pool, retry policy and script-call policy, NOSCRIPT
-repaired per node), all sharing one script registry and settings. A call goes to the primary of
-the slot of its first key (:mod:`fastlock.cluster.routing`: no extra round trip); a redirect or
-a wait reply runs :func:`~fastlock.cluster.routing.redirected`. A script call takes the
-standalone client's path with one step more, in the core: its ``SlotRouter`` finds the slot
-(cached per key) and the node's ``ScriptCaller`` (cached per slot in the slot map's
-``routes``), without a Python frame; redirects leave that path for :meth:`_call_failed`.
-Every script is loaded on every node, replicas included, when the client first meets the
-node (``SCRIPT LOAD`` is not replicated since Redis 7.0): after a failover the new primary
-already has them.
+``cluster/aio.py`` is the source of both cluster clients: ``tools/async_to_sync.py`` writes the
+sync ``cluster/client.py`` from it (an ``if True:  # ASYNC`` block holds what one side does
+alone, its ``else`` part the sync side's).
+
+A call goes to the primary of the slot of its first key (:mod:`fastlock.cluster.routing`: no
+extra round trip); a redirect or a wait reply runs :func:`~fastlock.cluster.routing.redirected`.
+The sync client's script call takes the standalone client's path with one step more, in the
+core: its ``SlotRouter`` finds the slot (cached per key) and the node's ``ScriptCaller``
+(cached per slot in the slot map's ``routes``), without a Python frame; redirects leave that
+path for ``_call_failed``. Every script is loaded on every node, replicas included, when the
+client first meets the node (``SCRIPT LOAD`` is not replicated since Redis 7.0): after a
+failover the new primary already has them. A refresh runs while the calls that asked for it go
+on with the patched map.
 """
 
 from __future__ import annotations
@@ -55,7 +61,7 @@ class ClusterClient(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
     :class:`~fastlock.cluster.durability.ReplicationError` when fewer replicas acknowledged.
     The other arguments are those of :class:`fastlock.Client`, applied to each node's client
     (``max_connections`` per node). Locks and queues work unchanged: ``client.lock(...)``,
-    ``client.queue(...)``."""
+    ``client.queue(...)``. Close it with ``client.close()`` or ``with``."""
 
     def __init__(
         self,
@@ -78,10 +84,10 @@ class ClusterClient(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
         self._commands = CommandTable()
         self._redirects = 0
         self._gate = RefreshGate()
-        self._gate_lock = threading.Lock()
         self._map_lock = threading.Lock()
         self._loaded_on: set[Address] = set()
         self._reads = 0
+        self._gate_lock = threading.Lock()
         self._router = self._first._core.SlotRouter(
             self.scripts,
             self.script_settings,
@@ -92,6 +98,7 @@ class ClusterClient(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
             self._route,
             self._call_failed,
         )
+        self._plain_call = self._router.call
         self.wait = wait
 
     @property
@@ -102,7 +109,7 @@ class ClusterClient(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
     @wait.setter
     def wait(self, wait: tuple[int, int] | None) -> None:
         self._wait = check_wait(wait)
-        self._call = self._router.call if self._wait is None else self._waiting_call
+        self._call = self._plain_call if self._wait is None else self._waiting_call
         self._bind_call()
 
     @classmethod
@@ -125,7 +132,7 @@ class ClusterClient(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
         return self._redirects
 
     def node(self, address: Address) -> Client:
-        """The client of the node at ``address`` (made on first use, its scripts loaded)."""
+        """The client of the node at ``address`` (made on first use)."""
         try:
             return self._nodes[address]
         except KeyError:
@@ -273,7 +280,7 @@ class ClusterClient(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
         """The script call with ``wait`` set: lock acquires and claims followed by ``WAIT``."""
         wait = self._wait
         if wait is None or name not in DURABLE_SCRIPTS:
-            return self._router.call(name, keys, args, busy_timeout=busy_timeout)
+            return self._plain_call(name, keys, args, busy_timeout=busy_timeout)
         script, settings = self.scripts.get(name), self.script_settings
         if script.meta:
             args = self._with_meta(script, args)
@@ -331,28 +338,26 @@ class ClusterClient(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
             slot = self._command_slot(args)
             slots.append(slot)
             groups.setdefault(self._address(slot), []).append(index)
+        batches = [self.node(a).execute_many([commands[i] for i in indexes]) for a, indexes in groups.items()]
         replies: list[Any] = [None] * len(commands)
-        for address, indexes in groups.items():
-            batch = self.node(address).execute_many([commands[i] for i in indexes])
+        for indexes, batch in zip(groups.values(), batches, strict=True):
             for index, reply in zip(indexes, batch, strict=True):
                 replies[index] = reply
         for index, reply in enumerate(replies):
-            if is_redirect(reply):
-                args = commands[index]
+            if is_redirect(reply):  # to the node the reply names (the slot map may still be stale)
+                plan = redirected(self._slots, slots[index], reply)
                 try:
-                    replies[index] = self._follow(
-                        redirected(self._slots, slots[index], reply), functools.partial(_sent, args=args)
-                    )
+                    replies[index] = self._follow(plan, functools.partial(_sent, args=commands[index]))
                 except ResponseError as exc:
                     replies[index] = exc
         return replies
 
     def run(self, operation: Operation[T]) -> T:
-        """Run a multi-step :data:`~fastlock.operations.Operation` with blocking calls."""
+        """Run a multi-step :data:`~fastlock.operations.Operation` on this client."""
         return drive(self, operation)
 
     def pipeline(self) -> Pipeline:
-        """Collect commands; ``execute()`` sends them in one write per node."""
+        """Collect commands; ``pipe.execute()`` sends them in one write per node."""
         return Pipeline(self)
 
     def _script_home(self, keys: Sequence[Any]) -> Address | None:
@@ -390,4 +395,4 @@ def _sent(node: Client, asking: bool, args: tuple[Any, ...]) -> Any:
 
 
 if TYPE_CHECKING:
-    _RUNNER: type[Runner] = ClusterClient  # mypy checks that a ClusterClient is a Runner
+    _RUNNER: type[Runner] = ClusterClient  # mypy checks the runner protocol

@@ -126,11 +126,12 @@ async def durable_call_async(
     args: Sequence[Any],
     wait: tuple[int, int],
     asking: bool = False,
+    meta: bool = True,
 ) -> Any:
     """:func:`durable_call` on an asyncio node."""
     try:
-        commands = durable_commands(script, settings, keys, args, wait, asking=asking)
+        commands = durable_commands(script, settings, keys, args, wait, asking=asking, meta=meta)
         return durable_reply(await node.execute_many(commands), script, wait[0])
     except NoScriptError:
-        commands = durable_commands(script, settings, keys, args, wait, load=True)
+        commands = durable_commands(script, settings, keys, args, wait, load=True, meta=meta)
         return durable_reply(await node.execute_many(commands), script, wait[0])

@@ -1,22 +1,27 @@
-"""``SentinelClient``: a :class:`~fastlock.operations.Runner` on the master a set of Redis
-Sentinels name, following failovers.
+# generated from src/fastlock/cluster/sentinel_aio.py by tools/async_to_sync.py, do not edit
+"""``SentinelClient``: the client (a :class:`~fastlock.operations.Runner`, over
+:class:`fastlock.Client`) of the master a set of Redis Sentinels name, following failovers.
+Built connected, its watcher started.
+
+``cluster/sentinel_aio.py`` is the source of both sentinel clients: ``tools/async_to_sync.py``
+writes the sync ``cluster/sentinel.py`` from it (an ``if True:  # ASYNC`` block holds what one
+side does alone, its ``else`` part the sync side's).
 
 The master is found by ``SENTINEL GET-MASTER-ADDR-BY-NAME`` (each sentinel in turn) and
 verified by ``ROLE`` before use. It is followed in three ways:
 
-- a watcher thread holds a ``SUBSCRIBE +switch-master`` connection to one sentinel and
-  switches to the master each message about the service announces (verified by ``ROLE``);
-  when that connection is lost it subscribes to the next sentinel and asks for the master
-  at once (a message may have been missed meanwhile);
-- the same thread asks a sentinel every ``poll_interval`` seconds, a safety net for a lost
+- a watcher (a task on the client's loop; a thread of the sync client) holds a ``SUBSCRIBE
+  +switch-master`` connection to one sentinel and switches to the master each message about
+  the service announces (verified by ``ROLE``); when that connection is lost it subscribes to
+  the next sentinel and asks for the master at once (a message may have been missed meanwhile);
+- the same watcher asks a sentinel every ``poll_interval`` seconds, a safety net for a lost
   message (a demoted master may accept writes for a while after the sentinels announced its
   successor, so waiting for an error is not enough);
 - a ``READONLY`` reply or a connection error before the write (the topology moved) makes the
   call find the master again and run again, until ``failover_timeout``.
 
 Like everywhere else, what may have run (a timeout, a connection lost after the write) is
-raised, never re-sent. The rules shared with the asyncio client are in
-:mod:`~fastlock.cluster.sentinel_follow`.
+raised, never re-sent. The rules both clients follow are in :mod:`~fastlock.cluster.sentinel_follow`.
 """
 
 from __future__ import annotations
@@ -37,11 +42,13 @@ from .durability import DURABLE_SCRIPTS, check_wait, durable_call
 from .sentinel_follow import Resend, SentinelBase, master_reply, sentinel_reply
 from .topology import Address
 
+_READ_TIMEOUTS = (builtins.TimeoutError, BlockingIOError)
+
 __all__ = ["SentinelClient", "master_reply", "sentinel_reply"]
 
 T = TypeVar("T")
 _log = logging.getLogger("fastlock.cluster")
-_READ_TIMEOUTS = (builtins.TimeoutError, BlockingIOError)
+_Send = Callable[[Client], Any]
 
 
 class SentinelClient(SentinelBase[Client], LockQueueAccess):
@@ -65,16 +72,15 @@ class SentinelClient(SentinelBase[Client], LockQueueAccess):
         super().__init__(
             Client, sentinels, service, poll_interval, failover_timeout, sentinel_options, options
         )
-        self.wait = check_wait(wait)
+        self.wait = wait
         self._switch_lock = threading.Lock()
         self._closed = threading.Event()
-        self._watcher: threading.Thread | None = None
+        self._watcher = threading.Thread(target=self._follow, name="fastlock-sentinel", daemon=True)
         try:
-            self._use(self._discover())
+            self._switch()
         except BaseException:
             self.close()
             raise
-        self._watcher = threading.Thread(target=self._follow, name="fastlock-sentinel", daemon=True)
         self._watcher.start()
 
     @classmethod
@@ -85,6 +91,15 @@ class SentinelClient(SentinelBase[Client], LockQueueAccess):
 
         sentinels, service, master, sentinel_options = sentinel_from_redis(redis_client)
         return cls(sentinels, service, sentinel_options=sentinel_options, **{**master, **kwargs})
+
+    @property
+    def wait(self) -> tuple[int, int] | None:
+        """``(replicas, ms)``: ``WAIT`` after each lock acquire and claim, or ``None``."""
+        return self._wait
+
+    @wait.setter
+    def wait(self, wait: tuple[int, int] | None) -> None:
+        self._wait = check_wait(wait)
 
     @property
     def client(self) -> Client:
@@ -101,28 +116,25 @@ class SentinelClient(SentinelBase[Client], LockQueueAccess):
                 return address
         raise self._unknown()
 
-    def _discover(self, address: Address | None = None) -> Address:
-        """The master the sentinels announce (or ``address``), verified by ``ROLE``."""
-        address = address or self._announced()
-        return self._verified(address, self._node(address).execute("ROLE"))
-
     def _switch(self, address: Address | None = None) -> None:
-        """Use the master the sentinels announce (or ``address``), once verified."""
-        address = self._discover(address)
+        """Use the master the sentinels announce (or ``address``), once verified by ``ROLE``."""
+        address = address or self._announced()
+        address = self._verified(address, self._node(address).execute("ROLE"))
         with self._switch_lock:
             self._use(address)
 
-    # ---- the watcher thread
+    # ---- the watcher
 
     def _follow(self) -> None:
-        """Subscribe to one sentinel after another until closed."""
+        """Subscribe to one sentinel after another until cancelled (the sync client: closed)."""
         watch = self._watch
-        while not self._closed.is_set():
+        while True:
             try:
                 self._subscribed(self._sentinels[watch.index])
             except (ConnectionError, ProtocolError, ResponseError, OSError) as exc:
                 _log.debug("sentinel subscription: %s", exc)
-            self._closed.wait(watch.lost())
+            if self._closed.wait(watch.lost()):
+                return
 
     def _subscribed(self, sentinel: Client) -> None:
         """Follow ``+switch-master`` on ``sentinel`` (polling when due) until the connection
@@ -157,7 +169,7 @@ class SentinelClient(SentinelBase[Client], LockQueueAccess):
 
     # ---- calls
 
-    def _send(self, send: Callable[[Client], Any], error: BaseException | None = None) -> Any:
+    def _send(self, send: _Send, error: BaseException | None = None) -> Any:
         """``send`` to the master; after an error before the write (``error``: the first
         call's), find the master and send again until ``failover_timeout``."""
         if error is None:
@@ -182,9 +194,10 @@ class SentinelClient(SentinelBase[Client], LockQueueAccess):
         *,
         busy_timeout: float | None = None,
     ) -> Any:
-        """Run script ``name`` on the master (see :meth:`fastlock.Client.call`)."""
-        if self.wait is not None and name in DURABLE_SCRIPTS:
-            script, settings, wait = self.scripts.get(name), self.script_settings, self.wait
+        """Run script ``name`` on the master (with ``wait``, lock acquires and claims are
+        followed by ``WAIT`` in the same write)."""
+        if self._wait is not None and name in DURABLE_SCRIPTS:
+            script, settings, wait = self.scripts.get(name), self.script_settings, self._wait
             return self._send(lambda c: durable_call(c, script, settings, keys, args, wait))
         try:
             return self._current.call(name, keys, args, busy_timeout=busy_timeout)
@@ -206,13 +219,13 @@ class SentinelClient(SentinelBase[Client], LockQueueAccess):
         return replies
 
     def run(self, operation: Operation[T]) -> T:
-        """Run a multi-step :data:`~fastlock.operations.Operation` with blocking calls."""
+        """Run a multi-step :data:`~fastlock.operations.Operation` on this client."""
         return drive(self, operation)
 
     def close(self) -> None:
-        """Stop watching (within the watcher's ``tick``) and close every connection."""
+        """Stop watching and close every connection."""
         self._closed.set()
-        if self._watcher is not None and self._watcher is not threading.current_thread():
+        if self._watcher.ident is not None and self._watcher is not threading.current_thread():
             self._watcher.join(5.0)
         for client in (*self._nodes.values(), *self._sentinels):
             client.close()
@@ -228,4 +241,4 @@ class SentinelClient(SentinelBase[Client], LockQueueAccess):
 
 
 if TYPE_CHECKING:
-    _RUNNER: type[Runner] = SentinelClient  # mypy checks that a SentinelClient is a Runner
+    _RUNNER: type[Runner] = SentinelClient  # mypy checks the runner protocol

@@ -1,13 +1,33 @@
-"""``AsyncSentinelClient``: the asyncio twin of :class:`~fastlock.cluster.sentinel.SentinelClient`
-(the same discovery, verification, following and re-sending rules, from
-:mod:`~fastlock.cluster.sentinel_follow`), over :class:`fastlock.aio.Client`; its watcher is
-a task on the client's loop. Build it with ``await AsyncSentinelClient.connect(...)``."""
+"""``AsyncSentinelClient``: the client (a :class:`~fastlock.operations.AsyncRunner`, over
+:class:`fastlock.aio.Client`) of the master a set of Redis Sentinels name, following failovers.
+Build it with ``await AsyncSentinelClient.connect(...)``.
+
+``cluster/sentinel_aio.py`` is the source of both sentinel clients: ``tools/async_to_sync.py``
+writes the sync ``cluster/sentinel.py`` from it (an ``if True:  # ASYNC`` block holds what one
+side does alone, its ``else`` part the sync side's).
+
+The master is found by ``SENTINEL GET-MASTER-ADDR-BY-NAME`` (each sentinel in turn) and
+verified by ``ROLE`` before use. It is followed in three ways:
+
+- a watcher (a task on the client's loop; a thread of the sync client) holds a ``SUBSCRIBE
+  +switch-master`` connection to one sentinel and switches to the master each message about
+  the service announces (verified by ``ROLE``); when that connection is lost it subscribes to
+  the next sentinel and asks for the master at once (a message may have been missed meanwhile);
+- the same watcher asks a sentinel every ``poll_interval`` seconds, a safety net for a lost
+  message (a demoted master may accept writes for a while after the sentinels announced its
+  successor, so waiting for an error is not enough);
+- a ``READONLY`` reply or a connection error before the write (the topology moved) makes the
+  call find the master again and run again, until ``failover_timeout``.
+
+Like everywhere else, what may have run (a timeout, a connection lost after the write) is
+raised, never re-sent. The rules both clients follow are in :mod:`~fastlock.cluster.sentinel_follow`.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -16,12 +36,21 @@ from ..aio.client import AsyncLockQueueAccess, Client
 from ..aio.drive import drive
 from ..exceptions import ConnectionError, ProtocolError, ReadOnlyError, ResponseError
 from ..operations import AsyncRunner, Operation
-from ..params import ConnectionParams, handshake_commands
+from ..params import handshake_commands
 from .durability import DURABLE_SCRIPTS, check_wait, durable_call_async
-from .sentinel_follow import Resend, SentinelBase, sentinel_reply
+from .sentinel_follow import Resend, SentinelBase, master_reply, sentinel_reply
 from .topology import Address
 
-__all__ = ["AsyncSentinelClient"]
+if True:  # ASYNC
+    import asyncio
+else:
+    import builtins
+
+    from ..sync.connect import open_connection, set_io_timeout
+
+    _READ_TIMEOUTS = (builtins.TimeoutError, BlockingIOError)
+
+__all__ = ["AsyncSentinelClient", "master_reply", "sentinel_reply"]
 
 T = TypeVar("T")
 _log = logging.getLogger("fastlock.cluster")
@@ -29,8 +58,11 @@ _Send = Callable[[Client], Awaitable[Any]]
 
 
 class AsyncSentinelClient(SentinelBase[Client], AsyncLockQueueAccess):
-    """The master of ``service`` as ``sentinels`` name it, on asyncio (arguments of
-    :class:`~fastlock.cluster.sentinel.SentinelClient`, options of :class:`fastlock.aio.Client`)."""
+    """A client of the master of ``service`` as ``sentinels`` (``host:port`` or URLs) name it.
+    ``options`` are those of :class:`fastlock.aio.Client` for the master (``sentinel_options`` for
+    the sentinels, e.g. their password); ``poll_interval`` is the safety poll's period
+    (``None``: follow ``+switch-master`` only); ``wait=(replicas, ms)`` as for
+    :class:`~fastlock.cluster.AsyncClusterClient`. Locks and queues work unchanged on it."""
 
     def __init__(
         self,
@@ -46,20 +78,58 @@ class AsyncSentinelClient(SentinelBase[Client], AsyncLockQueueAccess):
         super().__init__(
             Client, sentinels, service, poll_interval, failover_timeout, sentinel_options, options
         )
-        self.wait = check_wait(wait)
-        self._watcher: asyncio.Task[None] | None = None
+        self.wait = wait
+        self._switch_lock = threading.Lock()
+        if True:  # ASYNC: connected by connect()
+            self._watcher: asyncio.Task[None] | None = None
+        else:
+            self._closed = threading.Event()
+            self._watcher = threading.Thread(target=self._follow, name="fastlock-sentinel", daemon=True)
+            try:
+                self._switch()
+            except BaseException:
+                self.close()
+                raise
+            self._watcher.start()
 
-    @classmethod
-    async def connect(cls, sentinels: Iterable[str], service: str, **kwargs: Any) -> AsyncSentinelClient:
-        """A client on the discovered master, following the sentinels (on the running loop)."""
-        client = cls(sentinels, service, **kwargs)
-        try:
-            await client._switch()
-        except BaseException:
-            await client.close()
-            raise
-        client._watcher = asyncio.get_running_loop().create_task(client._follow())
-        return client
+    if True:  # ASYNC
+
+        @classmethod
+        async def connect(cls, sentinels: Iterable[str], service: str, **kwargs: Any) -> AsyncSentinelClient:
+            """A client on the discovered master, following the sentinels (on the running loop)."""
+            client = cls(sentinels, service, **kwargs)
+            try:
+                await client._switch()
+            except BaseException:
+                await client.close()
+                raise
+            client._watcher = asyncio.get_running_loop().create_task(client._follow())
+            return client
+
+    else:
+
+        @classmethod
+        def from_redis(cls, redis_client: Any, **kwargs: Any) -> AsyncSentinelClient:
+            """A client of the master a redis-py ``Sentinel.master_for(...)`` client follows (the
+            same sentinels, service, credentials and timeouts); ``kwargs`` go to the constructor."""
+            from ..interop.redis_py import sentinel_from_redis
+
+            sentinels, service, master, sentinel_options = sentinel_from_redis(redis_client)
+            return cls(sentinels, service, sentinel_options=sentinel_options, **{**master, **kwargs})
+
+    @property
+    def wait(self) -> tuple[int, int] | None:
+        """``(replicas, ms)``: ``WAIT`` after each lock acquire and claim, or ``None``."""
+        return self._wait
+
+    @wait.setter
+    def wait(self, wait: tuple[int, int] | None) -> None:
+        self._wait = check_wait(wait)
+
+    @property
+    def client(self) -> Client:
+        """The client of the master in use."""
+        return self._current
 
     async def _announced(self) -> Address:
         for sentinel in self._sentinels:
@@ -74,45 +144,76 @@ class AsyncSentinelClient(SentinelBase[Client], AsyncLockQueueAccess):
     async def _switch(self, address: Address | None = None) -> None:
         """Use the master the sentinels announce (or ``address``), once verified by ``ROLE``."""
         address = address or await self._announced()
-        self._use(self._verified(address, await self._node(address).execute("ROLE")))
+        address = self._verified(address, await self._node(address).execute("ROLE"))
+        with self._switch_lock:
+            self._use(address)
 
-    # ---- the watcher task
+    # ---- the watcher
 
     async def _follow(self) -> None:
-        """Subscribe to one sentinel after another until cancelled."""
+        """Subscribe to one sentinel after another until cancelled (the sync client: closed)."""
         watch = self._watch
         while True:
             try:
-                await self._subscribed(self._sentinels[watch.index].params)
+                await self._subscribed(self._sentinels[watch.index])
             except (ConnectionError, ProtocolError, ResponseError, OSError) as exc:
                 _log.debug("sentinel subscription: %s", exc)
-            await asyncio.sleep(watch.lost())
+            if True:  # ASYNC
+                await asyncio.sleep(watch.lost())
+            else:
+                if self._closed.wait(watch.lost()):
+                    return
 
-    async def _subscribed(self, params: ConnectionParams) -> None:
-        """Follow ``+switch-master`` on the sentinel at ``params`` (polling when due) until
-        the connection is lost."""
-        watch, core = self._watch, self._template._core
-        async with asyncio.timeout(params.connect_timeout):
-            stream, writer = await asyncio.open_connection(
-                params.host,
-                params.port,
-                ssl=params.ssl_context,
-                server_hostname=params.host if params.ssl_context else None,
-            )
-        try:
-            writer.write(watch.subscribe(core, handshake_commands(params), time.monotonic()))
-            while True:
-                if watch.poll_due(time.monotonic()):
-                    await self._check()
-                try:
-                    async with asyncio.timeout(watch.wait(time.monotonic())):
-                        data = await stream.read(65536)
-                except TimeoutError:
-                    continue
-                if (address := watch.received(data, self.master)) is not None:
-                    await self._check(address)
-        finally:
-            writer.close()
+    if True:  # ASYNC
+
+        async def _subscribed(self, sentinel: Client) -> None:
+            """Follow ``+switch-master`` on ``sentinel`` (polling when due) until the connection
+            is lost."""
+            watch, core, params = self._watch, self._template._core, sentinel.params
+            async with asyncio.timeout(params.connect_timeout):
+                stream, writer = await asyncio.open_connection(
+                    params.host,
+                    params.port,
+                    ssl=params.ssl_context,
+                    server_hostname=params.host if params.ssl_context else None,
+                )
+            try:
+                writer.write(watch.subscribe(core, handshake_commands(params), time.monotonic()))
+                while True:
+                    if watch.poll_due(time.monotonic()):
+                        await self._check()
+                    try:
+                        async with asyncio.timeout(watch.wait(time.monotonic())):
+                            data = await stream.read(65536)
+                    except TimeoutError:
+                        continue
+                    if (address := watch.received(data, self.master)) is not None:
+                        await self._check(address)
+            finally:
+                writer.close()
+
+    else:
+
+        def _subscribed(self, sentinel: Client) -> None:
+            """Follow ``+switch-master`` on ``sentinel`` (polling when due) until the connection
+            is lost or the client closed."""
+            watch, core = self._watch, sentinel._core
+            conn = open_connection(sentinel.params, core)  # the handshake done
+            try:
+                sock = conn.sock
+                sock.sendall(watch.subscribe(core, (), time.monotonic()))
+                while not self._closed.is_set():
+                    if watch.poll_due(time.monotonic()):
+                        self._check()
+                    set_io_timeout(sock, watch.wait(time.monotonic()) or 0.001)
+                    try:
+                        data = sock.recv(65536)
+                    except _READ_TIMEOUTS:
+                        continue
+                    if (address := watch.received(data, self.master)) is not None:
+                        self._check(address)
+            finally:
+                conn.close()
 
     async def _check(self, address: Address | None = None) -> None:
         """Switch to ``address`` (announced) or to the master the sentinels name, if it moved."""
@@ -126,13 +227,15 @@ class AsyncSentinelClient(SentinelBase[Client], AsyncLockQueueAccess):
 
     # ---- calls
 
-    async def _send(self, send: _Send) -> Any:
-        """``send`` to the master; after an error before the write, find the master and send
-        again until ``failover_timeout``."""
-        try:
-            return await send(self._current)
-        except (ReadOnlyError, ConnectionError) as exc:
-            resend = Resend(exc, self.failover_timeout, time.monotonic())
+    async def _send(self, send: _Send, error: BaseException | None = None) -> Any:
+        """``send`` to the master; after an error before the write (``error``: the first
+        call's), find the master and send again until ``failover_timeout``."""
+        if error is None:
+            try:
+                return await send(self._current)
+            except (ReadOnlyError, ConnectionError) as exc:
+                error = exc
+        resend = Resend(error, self.failover_timeout, time.monotonic())
         while True:
             await asyncio.sleep(resend.pause(time.monotonic()))
             try:
@@ -151,10 +254,14 @@ class AsyncSentinelClient(SentinelBase[Client], AsyncLockQueueAccess):
     ) -> Any:
         """Run script ``name`` on the master (with ``wait``, lock acquires and claims are
         followed by ``WAIT`` in the same write)."""
-        if self.wait is not None and name in DURABLE_SCRIPTS:
-            script, settings, wait = self.scripts.get(name), self.script_settings, self.wait
+        if self._wait is not None and name in DURABLE_SCRIPTS:
+            script, settings, wait = self.scripts.get(name), self.script_settings, self._wait
             return await self._send(lambda c: durable_call_async(c, script, settings, keys, args, wait))
-        return await self._send(lambda c: c.call(name, keys, args, busy_timeout=busy_timeout))
+        try:
+            return await self._current.call(name, keys, args, busy_timeout=busy_timeout)
+        except (ReadOnlyError, ConnectionError) as exc:
+            error = exc
+        return await self._send(lambda c: c.call(name, keys, args, busy_timeout=busy_timeout), error)
 
     async def execute(self, *args: Any) -> Any:
         """Run one command on the master."""
@@ -170,15 +277,20 @@ class AsyncSentinelClient(SentinelBase[Client], AsyncLockQueueAccess):
         return replies
 
     async def run(self, operation: Operation[T]) -> T:
-        """Run a multi-step :data:`~fastlock.operations.Operation` with awaited calls."""
+        """Run a multi-step :data:`~fastlock.operations.Operation` on this client."""
         return await drive(self, operation)
 
     async def close(self) -> None:
         """Stop watching and close every connection."""
-        if self._watcher is not None:
-            self._watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._watcher
+        if True:  # ASYNC
+            if self._watcher is not None:
+                self._watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._watcher
+        else:  # the watcher stops within its tick
+            self._closed.set()
+            if self._watcher.ident is not None and self._watcher is not threading.current_thread():
+                self._watcher.join(5.0)
         for client in (*self._nodes.values(), *self._sentinels):
             await client.close()
 
@@ -188,6 +300,9 @@ class AsyncSentinelClient(SentinelBase[Client], AsyncLockQueueAccess):
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
 
+    def __repr__(self) -> str:
+        return f"<fastlock.cluster.AsyncSentinelClient {self.service!r} at {self.master[0]}:{self.master[1]}>"
+
 
 if TYPE_CHECKING:
-    _RUNNER: type[AsyncRunner] = AsyncSentinelClient  # mypy checks that it is an AsyncRunner
+    _RUNNER: type[AsyncRunner] = AsyncSentinelClient  # mypy checks the runner protocol

@@ -1,3 +1,4 @@
+# generated from src/fastlock/aio/queue.py by tools/async_to_sync.py, do not edit
 """Job queues with leases: atomic claim, fencing tokens, renewal, recovery, retries, dead letters.
 
 Every transition is one bounded Lua script (``lua/queue_*.lua``) over the queue's keys, all
@@ -11,6 +12,9 @@ again after its lease is lost, so its external effects should be idempotent or f
 Each method is three parts written once for every transport: the arguments from
 :class:`~fastlock.queues.calls.QueueBase`, one runner call (or ``runner.run`` of an
 operation of several calls), and a reply parser of :mod:`~fastlock.queues.jobs`.
+
+``aio/queue.py``, the asyncio queue, is the source of the sync ``queues/queue.py``:
+``tools/async_to_sync.py`` writes it.
 """
 
 from __future__ import annotations
@@ -18,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from ..operations import Runner
-from . import admin
-from .calls import MAX_BATCH, QueueBase, enqueue_batches, extend_batches, recover_rounds
-from .jobs import (
+from ..queues import admin
+from ..queues.calls import MAX_BATCH, QueueBase, enqueue_batches, extend_batches, recover_rounds
+from ..queues.jobs import (
     Batch,
     DeadJob,
     Job,
@@ -44,8 +48,10 @@ __all__ = ["Queue"]
 
 
 class Queue(QueueBase[Runner]):
-    """A job queue on a blocking runner such as :class:`~fastlock.Client` (see the module
-    docstring; options in :class:`QueueBase`). Arguments are checked before anything is sent."""
+    """A job queue on a runner (:class:`~fastlock.operations.Runner`) such as
+    :class:`fastlock.Client` (see the module docstring; options in :class:`QueueBase`).
+    Arguments are checked before anything is sent. On asyncio, :meth:`wait` blocks a
+    dedicated connection, not the event loop."""
 
     # ---- producing
 
@@ -73,7 +79,7 @@ class Queue(QueueBase[Runner]):
         each); returns their ids. ``delay`` and ``priority`` apply to all. Every payload
         is checked before the first call."""
         calls = self._enqueue_many_calls(payloads, delay, priority)
-        if len(calls) == 1:  # direct: a generator would cost the batched path 1.5 %
+        if len(calls) == 1:  # direct: no operation to drive
             reply = self.client.call("queue_enqueue_many", self.producer_keys, calls[0])
             return enqueued_many(reply, calls[0])
         return self.client.run(enqueue_batches(self.producer_keys, calls))

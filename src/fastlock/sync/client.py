@@ -19,18 +19,13 @@ import functools
 import os
 from collections.abc import Callable, Iterable, Sequence
 from time import monotonic
-from typing import TYPE_CHECKING, Any, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._impl import load_core
 from ..exceptions import ArgumentError, ArgumentTypeError, ConnectionError, ResponseError
-from ..locks.lock import Lock
-from ..locks.manager import LockManager
-from ..locks.options import LockOptions
 from ..operations import Operation, Runner
 from ..params import BLOCKING_MARGIN, DEFAULT_URL, ConnectionParams, blocking_wait, parse_url
 from ..protocol.commands import refuse_connection_state
-from ..queues.calls import QueueOptions
-from ..queues.queue import Queue
 from ..scripts.calling import (
     MAX_RELOADS,
     ScriptSettings,
@@ -44,6 +39,7 @@ from ..scripts.calling import (
     register,
 )
 from ..scripts.registry import Script, ScriptRegistry, ScriptStats
+from .access import LockQueueAccess
 from .connect import open_connection, set_io_timeout
 from .drive import drive
 from .pipeline import BoundScript, Pipeline
@@ -61,38 +57,6 @@ __all__ = [
 
 T = TypeVar("T")
 _KEEP_CONNECTION = (ResponseError, ArgumentError, ArgumentTypeError)
-
-
-class LockQueueAccess:
-    """``queue``, ``locks`` and ``lock`` for any :class:`~fastlock.operations.Runner` (the
-    standalone and the cluster clients)."""
-
-    def queue(self, name: str, **options: Unpack[QueueOptions]) -> Queue:
-        """A job queue on this client: ``options`` go to :class:`~fastlock.queues.queue.Queue`
-        (``lease``, ``max_attempts``, ``backoff``, ``keep_completed``, ``digester``, ``prefix``;
-        typed by :class:`~fastlock.queues.calls.QueueOptions`, each checked before use)."""
-        return Queue(self, name, **options)  # type: ignore[arg-type] # a mixin of Runners
-
-    @functools.cached_property
-    def locks(self) -> LockManager:
-        """The default lock namespace (prefix ``fastlock``); build a
-        :class:`~fastlock.LockManager` for other settings."""
-        return LockManager(self)  # type: ignore[arg-type] # a mixin of Runners
-
-    def lock(
-        self,
-        name: str | None = None,
-        *,
-        digest: str | None = None,
-        queue: str | None = None,
-        args: Any = None,
-        **options: Unpack[LockOptions],
-    ) -> Lock:
-        """A unique-job lock in :attr:`locks` (see :meth:`LockManager.lock
-        <fastlock.LockManager.lock>`); ``options`` (``type``, ``ttl``, ``timeout``, ``limit``,
-        ``job_id``, ``on_conflict``) are typed by :class:`~fastlock.locks.options.LockOptions`
-        and each checked before use."""
-        return self.locks.lock(name, digest=digest, queue=queue, args=args, **options)
 
 
 class Client(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):

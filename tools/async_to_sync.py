@@ -1,0 +1,289 @@
+#!/usr/bin/env python3
+"""Write the sync shells of fastlock from their asyncio sources (psycopg 3's model).
+
+Each pair in :data:`PAIRS` is an async module, the source, and the sync module written from it;
+the sync one starts with a header saying so and is never edited by hand. The rewrite works on
+tokens (comments and layout kept), in this order:
+
+1. ``if True:  # ASYNC`` blocks: the ``if`` part is the async side's, dropped; the ``else``
+   part (optional) is the sync side's, kept one level less indented. No nesting, no ``elif``.
+   An import there that only the renamed names use says ``# noqa: F401`` (removed here).
+2. ``async`` before ``def``/``with``/``for`` and every ``await`` removed, ``Awaitable[T]``
+   written ``T``; ``__aenter__`` and
+   the other names of :data:`NAMES` (dotted ones too: ``asyncio.sleep``, ``aio.client``)
+   replaced; in strings, the phrases of :data:`PHRASES` then the class names of :data:`NAMES`.
+3. The header; unused imports dropped and imports sorted (``ruff check --fix --select
+   F401,I``), then ``ruff format`` (the repo's settings).
+
+``python tools/async_to_sync.py`` rewrites every sync file, ``--check`` only says which differ
+(exit 1); ``tests/test_generated.py`` runs the check in the suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import io
+import itertools
+import re
+import subprocess
+import sys
+import tokenize
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+TOOL = "tools/async_to_sync.py"
+
+PAIRS: dict[str, str] = {
+    "src/fastlock/cluster/aio.py": "src/fastlock/cluster/client.py",
+    "src/fastlock/cluster/sentinel_aio.py": "src/fastlock/cluster/sentinel.py",
+    "src/fastlock/aio/queue.py": "src/fastlock/queues/queue.py",
+    "src/fastlock/aio/access.py": "src/fastlock/sync/access.py",
+}
+"""The async source -> the sync module written from it (paths from the repo root)."""
+
+NAMES: dict[str, str] = {
+    # classes and functions with an async name
+    "AsyncClusterClient": "ClusterClient",
+    "AsyncLock": "Lock",
+    "AsyncLockManager": "LockManager",
+    "AsyncLockQueueAccess": "LockQueueAccess",
+    "AsyncQueue": "Queue",
+    "AsyncRunner": "Runner",
+    "AsyncScriptCalls": "ScriptCalls",
+    "AsyncSentinelClient": "SentinelClient",
+    "durable_call_async": "durable_call",
+    "run_plan_async": "run_plan",
+    # the protocols
+    "__aenter__": "__enter__",
+    "__aexit__": "__exit__",
+    "__aiter__": "__iter__",
+    "__anext__": "__next__",
+    "StopAsyncIteration": "StopIteration",
+    "AsyncIterator": "Iterator",
+    "AsyncIterable": "Iterable",
+    # asyncio primitives -> threading and time
+    "asyncio.sleep": "time.sleep",
+    "asyncio.Event": "threading.Event",
+    "asyncio.Lock": "threading.Lock",
+    "asyncio.Condition": "threading.Condition",
+    # the transport modules
+    "aio.client": "sync.client",
+    "aio.drive": "sync.drive",
+    "aio.pipeline": "sync.pipeline",
+    "aio.script_calls": "sync.script_calls",
+}
+"""Names of the async side -> the sync side's (a dotted key matches dotted names only)."""
+
+PHRASES: list[tuple[str, str]] = [
+    ("<fastlock.cluster.AsyncClusterClient ", "<fastlock.ClusterClient "),
+    ("<fastlock.cluster.AsyncSentinelClient ", "<fastlock.SentinelClient "),
+    ("Build it with ``await AsyncSentinelClient.connect(...)``.", "Built connected, its watcher started."),
+    (":class:`fastlock.aio.Client`", ":class:`fastlock.Client`"),
+    (":class:`~fastlock.aio.AsyncQueue`", ":class:`~fastlock.queues.queue.Queue`"),
+    (":class:`~fastlock.aio.AsyncLockManager`", ":class:`~fastlock.LockManager`"),
+    (":meth:`fastlock.aio.Client.", ":meth:`fastlock.Client."),
+    (":func:`~fastlock.operations.run_plan_async`", ":func:`~fastlock.operations.run_plan`"),
+    (
+        "Close it with ``await client.close()`` or ``async with``.",
+        "Close it with ``client.close()`` or ``with``.",
+    ),
+    ("``await ", "``"),
+]
+"""Text in strings (docstrings, f-strings) -> the sync side's, replaced in this order."""
+
+_ASYNC_IF = re.compile(r"^\s*if\b.*#\s*ASYNC\b")
+_INDENT = "    "
+_NOQA_F401 = re.compile(r"  # noqa: F401$", re.M)
+_WORD = re.compile(
+    r"\b(" + "|".join(sorted((k for k in NAMES if "." not in k), key=len, reverse=True)) + r")\b"
+)
+
+
+class GenerateError(Exception):
+    """A source the rewrite cannot express (an ``ASYNC`` block it does not handle)."""
+
+
+def _drop_async_blocks(source: str, origin: str) -> str:
+    """Step 1: each ``if True:  # ASYNC`` block replaced by its ``else`` body, dedented."""
+    lines = source.splitlines(keepends=True)
+    blocks: list[tuple[int, int, list[str]]] = []  # (first line, last line, 0-based; kept lines)
+    for node in ast.walk(ast.parse(source, origin)):
+        if not (isinstance(node, ast.If) and _ASYNC_IF.match(lines[node.lineno - 1])):
+            continue
+        if not (isinstance(node.test, ast.Constant) and node.test.value is True):
+            raise GenerateError(f"{origin}:{node.lineno}: an ASYNC block is `if True:  # ASYNC`")
+        kept: list[str] = []
+        last = _end(node.body[-1]) - 1
+        if node.orelse:
+            if lines[node.orelse[0].lineno - 1].lstrip().startswith("elif"):
+                raise GenerateError(f"{origin}:{node.lineno}: no elif after an ASYNC block")
+            end = _end(node.orelse[-1]) - 1
+            else_line = next(i for i in range(last + 1, end + 1) if lines[i].strip().startswith("else:"))
+            kept = [
+                _dedent(line, origin, i)
+                for i, line in enumerate(lines[else_line + 1 : end + 1], else_line + 1)
+            ]
+            last = end
+        blocks.append((node.lineno - 1, last, kept))
+    blocks.sort()
+    for (_, end, _), (start, _, _) in itertools.pairwise(blocks):
+        if start <= end:
+            raise GenerateError(f"{origin}:{start + 1}: ASYNC blocks do not nest")
+    for start, end, kept in reversed(blocks):
+        lines[start : end + 1] = kept
+    return "".join(lines)
+
+
+def _end(node: ast.stmt) -> int:
+    assert node.end_lineno is not None
+    return node.end_lineno
+
+
+def _dedent(line: str, origin: str, index: int) -> str:
+    line = _NOQA_F401.sub("", line)
+    if line.startswith(_INDENT):
+        return line[len(_INDENT) :]
+    if line.strip():
+        raise GenerateError(f"{origin}:{index + 1}: the else part of an ASYNC block must be indented")
+    return line
+
+
+def _strings(text: str) -> str:
+    for old, new in PHRASES:
+        text = text.replace(old, new)
+    return _WORD.sub(lambda match: NAMES[match.group(1)], text)
+
+
+def _rewrite_tokens(source: str) -> str:
+    """Step 2: ``async``/``await`` removed, names and strings mapped (edits by position)."""
+    starts = [0]
+    for line in source.splitlines(keepends=True):
+        starts.append(starts[-1] + len(line))
+
+    def offset(position: tuple[int, int]) -> int:
+        return starts[position[0] - 1] + position[1]
+
+    tokens = [t for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type != tokenize.NL]
+    edits: list[tuple[int, int, str]] = []  # (start, end, text) in source offsets
+    fstring_start = getattr(tokenize, "FSTRING_START", None)  # Python 3.12+: f-strings in pieces
+    fstring_end = getattr(tokenize, "FSTRING_END", None)
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        following = tokens[i + 1] if i + 1 < len(tokens) else None
+        if token.type == fstring_start:  # the whole f-string as one string, as on Python 3.11
+            depth, j = 1, i + 1
+            while depth:
+                depth += {fstring_start: 1, fstring_end: -1}.get(tokens[j].type, 0)
+                j += 1
+            start, end = offset(token.start), offset(tokens[j - 1].end)
+            _no_async_in(source[start:end], token)
+            edits.append((start, end, _strings(source[start:end])))
+            i = j
+            continue
+        if token.type == tokenize.STRING:
+            _no_async_in(token.string, token)
+            edits.append((offset(token.start), offset(token.end), _strings(token.string)))
+        elif token.type == tokenize.NAME and token.string in ("async", "await"):
+            assert following is not None
+            if token.string == "async" and following.string not in ("def", "with", "for"):
+                raise GenerateError(f"line {token.start[0]}: `async` before {following.string!r}")
+            edits.append((offset(token.start), offset(following.start), ""))
+        elif token.string == "Awaitable" and following is not None and following.string == "[":
+            close = _closing(tokens, i + 1)  # Awaitable[T] -> T
+            edits += [
+                (offset(token.start), offset(following.end), ""),
+                (offset(close.start), offset(close.end), ""),
+            ]
+        elif token.type == tokenize.NAME:
+            j, dotted = _dotted(tokens, i)
+            if dotted is not None:
+                edits.append((offset(token.start), offset(tokens[j - 1].end), dotted))
+                i = j
+                continue
+            if token.string in NAMES:
+                edits.append((offset(token.start), offset(token.end), NAMES[token.string]))
+        i += 1
+    for start, end, text in reversed(edits):
+        source = source[:start] + text + source[end:]
+    return source
+
+
+def _no_async_in(text: str, token: tokenize.TokenInfo) -> None:
+    if re.match(r"[a-zA-Z]*[fF]", text) and re.search(r"\{[^}]*\b(await|async)\b", text):
+        raise GenerateError(
+            f"line {token.start[0]}: no async/await inside an f-string (name the value first)"
+        )
+
+
+def _closing(tokens: list[tokenize.TokenInfo], i: int) -> tokenize.TokenInfo:
+    """The ``]`` closing the ``[`` at token ``i``."""
+    depth = 0
+    for token in tokens[i:]:
+        depth += {"[": 1, "]": -1}.get(token.string, 0) if token.type == tokenize.OP else 0
+        if depth == 0:
+            return token
+    raise GenerateError(f"line {tokens[i].start[0]}: no closing bracket")
+
+
+def _dotted(tokens: list[tokenize.TokenInfo], i: int) -> tuple[int, str | None]:
+    """The longest dotted name of :data:`NAMES` starting at token ``i``: (the token after it,
+    its replacement), or ``(i, None)``."""
+    parts, j = [tokens[i].string], i + 1
+    found: tuple[int, str | None] = (i, None)
+    while j + 1 < len(tokens) and tokens[j].string == "." and tokens[j + 1].type == tokenize.NAME:
+        parts.append(tokens[j + 1].string)
+        j += 2
+        name = ".".join(parts)
+        if name in NAMES:
+            found = (j, NAMES[name])
+    return found
+
+
+def _ruff(args: list[str], source: str, target: str) -> str:
+    run = subprocess.run(
+        [sys.executable, "-m", "ruff", *args, "--stdin-filename", target, "-"],
+        input=source,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
+    if run.returncode not in (0, 1) or not run.stdout:
+        raise GenerateError(f"ruff {' '.join(args)} failed on {target}: {run.stderr}")
+    return run.stdout
+
+
+def generate(origin: str, target: str, source: str | None = None) -> str:
+    """The text of ``target`` written from ``origin`` (paths from the repo root)."""
+    if source is None:
+        source = (ROOT / origin).read_text()
+    text = _rewrite_tokens(_drop_async_blocks(source, origin))
+    text = f"# generated from {origin} by {TOOL}, do not edit\n" + text
+    text = _ruff(["check", "--fix", "--quiet", "--select", "F401,I", "--exit-zero"], text, target)
+    return _ruff(["format", "--quiet"], text, target)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if a file differs")
+    parser.add_argument("sources", nargs="*", help=f"async sources (default: all of {', '.join(PAIRS)})")
+    options = parser.parse_args(argv)
+    stale = []
+    for origin in options.sources or PAIRS:
+        origin = Path(origin).resolve().relative_to(ROOT).as_posix()
+        target = PAIRS[origin]
+        text = generate(origin, target)
+        path = ROOT / target
+        if not path.exists() or path.read_text() != text:
+            stale.append(target)
+            if not options.check:
+                path.write_text(text)
+    if stale:
+        print(("out of date: " if options.check else "written: ") + ", ".join(stale))
+    return 1 if options.check and stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
