@@ -264,7 +264,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: Any) -> None:
             for line in result.lines():
                 write(f"  {line}")
         for label in RATIOS.keys() - GATE.keys():
-            write(f"  {label}: NOT MEASURED in this run (skipped or deselected)", red=True)
+            write(f"  {label}: NOT MEASURED in this run (failed first, skipped or deselected)", red=True)
 
 
 def pytest_configure(config: Any) -> None:
@@ -288,6 +288,19 @@ def _gate_mode(config: Any) -> str:
     if REGIME != "same":
         return f"reported, not enforced: the minimums are for the same-core regime, not {REGIME!r}"
     return f"enforced, up to {TRIES} tries per pair"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: Any, call: Any) -> Iterator[None]:
+    """With the gate enforced, a gated pair that skips (no Cython core, no redis-benchmark)
+    fails: a build without the extension must not pass the gate with nothing measured."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    enforced = _gate_mode(item.config).startswith("enforced")
+    if report.skipped and item.name.startswith("test_gate_") and enforced:
+        why = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        report.outcome = "failed"
+        report.longrepr = f"perf gate enforced (--perf-gate), but this pair could not be measured: {why}"
 
 
 @pytest.fixture

@@ -57,6 +57,11 @@ def _sync_cases(
     yield "a unique lock with a name and a digest", lambda: Unique("n", digest="d")
     yield "an unsupported URL scheme", lambda: parse_url("http://localhost")
     yield "a password with an unencoded '/'", lambda: parse_url("redis://u:a/b@host:1/0")
+    yield "a port that is not a number", lambda: parse_url("redis://u:secret@host:port")
+    yield "a port out of range", lambda: parse_url("redis://host:99999")
+    yield "a db that is not a number", lambda: parse_url("redis://host/abc")
+    yield "a query db that is not a number", lambda: parse_url("redis://host?db=x")
+    yield "a timeout that is not a number", lambda: parse_url("redis://host?socket_timeout=x")
     yield "an empty pipeline command", lambda: client.pipeline().execute_command()
     yield "an empty command", lambda: client.execute()
     yield "an invalid script name", lambda: client.register_script("return 1", name="bad name")
@@ -85,6 +90,12 @@ def test_errors_on_bad_input_are_fastlock_errors(client: fastlock.Client, tmp_pa
     assert not failures, "\n".join(failures)
     stats = client.execute("INFO", "commandstats").decode()
     assert "cmdstat_evalsha" not in stats and "cmdstat_eval:" not in stats  # refused before sending
+
+
+def test_a_url_that_does_not_parse_never_shows_its_password() -> None:
+    with pytest.raises(fastlock.ArgumentError, match="port") as info:
+        parse_url("redis://user:s3cret@host:port/0")
+    assert "s3cret" not in str(info.value) and info.value.__cause__ is None
 
 
 def test_misuse_of_a_closed_client_or_a_running_reaper_is_a_fastlock_error(redis_url: str, impl: str) -> None:
@@ -124,6 +135,7 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
         "fastlock's own Job class is not a slots class: an internal invariant",
     ),
     ("sync/script_calls.py", "NotImplementedError"): (1, "an abstract method"),
+    ("aio/script_calls.py", "NotImplementedError"): (1, "an abstract method"),
     ("queues/jobs.py", "ValueError"): (1, "a malformed reply, caught at once and raised as a ProtocolError"),
     ("queues/admin.py", "ValueError"): (4, "malformed replies, caught at once and raised as ProtocolErrors"),
     ("scripts/registry.py", "LookupError"): (

@@ -62,6 +62,7 @@ __all__ = [
     "ScriptBusyError",
     "ScriptError",
     "ScriptNotFoundError",
+    "ScriptNotRunError",
     "TemplateError",
     "TimeoutError",
     "TryAgainError",
@@ -308,6 +309,29 @@ class ScriptBusyError(BusyError):
 
     def __str__(self) -> str:
         return f"script {self.script}: server still busy after {self.waited:.3f} s: {self.text}"
+
+
+class ScriptNotRunError(ResponseError):
+    """A pipelined script call the server did not run (``text`` is its reply: ``NOSCRIPT``,
+    the script was flushed since fastlock saw it loaded, or ``BUSY``) and that fastlock did
+    not send again, because commands queued after it ran: sending it now would run it out of
+    order. ``script`` names the script, ``index`` is the call's position in the pipeline.
+    Send it again, or let the pipeline do so after the rest: ``execute(allow_reorder=True)``.
+    """
+
+    def __init__(self, text: str, *, script: str = "", index: int = -1) -> None:
+        super().__init__(text)
+        self.script = script
+        self.index = index
+
+    __reduce__ = _reduce_with_fields
+
+    def __str__(self) -> str:
+        return (
+            f"pipeline call {self.index} of script {self.script} did not run ({self.text}) and was not "
+            "sent again: commands queued after it ran, so it would run out of order; send it again, "
+            "or execute(allow_reorder=True) to run such calls after the rest"
+        )
 
 
 class LuaError(ScriptError):

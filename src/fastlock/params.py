@@ -104,8 +104,20 @@ def parse_url(url: str = DEFAULT_URL, **overrides: Any) -> ConnectionParams:
     ``ssl_cert_reqs=none|required``, ``ssl_check_hostname``. Keyword ``overrides``
     (any :class:`ConnectionParams` field) win over the URL. Percent-encode ``@ : / # ?``
     in the user name and password: an ``@`` after the host part is refused, and the error
-    never shows the password.
+    never shows the password. A URL that does not parse (a port or db that is not a number,
+    ...) raises :class:`~fastlock.ArgumentError`.
     """
+    try:
+        fields = _url_fields(url)
+    except ArgumentError:
+        raise
+    except ValueError as exc:  # urllib's port check, int() and float() of the parts
+        raise ArgumentError(f"cannot parse {_redacted(url)}: {exc}") from None
+    return replace(ConnectionParams(**fields), **overrides)
+
+
+def _url_fields(url: str) -> dict[str, Any]:
+    """The :class:`ConnectionParams` fields of ``url`` (see :func:`parse_url`)."""
     parts = urlsplit(url)
     if "@" in url[len(parts.scheme) + 3 + len(parts.netloc) :]:
         raise ArgumentError(
@@ -136,7 +148,7 @@ def parse_url(url: str = DEFAULT_URL, **overrides: Any) -> ConnectionParams:
             fields[name] = _seconds(query[name])
     if "client_name" in query:
         fields["client_name"] = query["client_name"]
-    return replace(ConnectionParams(**fields), **overrides)
+    return fields
 
 
 def handshake_commands(params: ConnectionParams) -> list[tuple[Any, ...]]:

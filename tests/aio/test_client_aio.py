@@ -291,8 +291,11 @@ def test_pipeline_calls_scripts_by_name_as_the_sync_one(run: Run, redis_url: str
     """``pipe.call(name, keys, args)`` on asyncio (issue 23, defect 6): the sync signature,
     queued in order with the commands in one write, meta values appended, an unknown name
     refused when queued, an error reply the call's LuaError report."""
-    sync_call = inspect.signature(fastlock.Pipeline.call)
-    assert inspect.signature(fastlock.aio.Pipeline.call) == sync_call
+    for method in ("call", "execute", "execute_command"):
+        sync, aio = (
+            inspect.signature(getattr(cls, method)) for cls in (fastlock.Pipeline, fastlock.aio.Pipeline)
+        )
+        assert aio.parameters == sync.parameters, method
 
     async def main() -> None:
         async with Client(redis_url, impl=impl) as client:
@@ -330,5 +333,37 @@ def test_pipeline_calls_scripts_by_name_as_the_sync_one(run: Run, redis_url: str
             with pytest.raises(fastlock.LuaRaisedError):
                 await client.pipeline().call(fail, ["f"]).execute()
             assert await client.execute("GET", "f") == b"2"  # never sent again
+
+    run(main())
+
+
+def test_pipeline_keeps_its_order_when_a_script_is_not_loaded(run: Run, redis_url: str, impl: str) -> None:
+    """Issue 23, defect 5 on asyncio: a script not seen loaded runs as ``EVAL`` in its place;
+    one flushed meanwhile (``NOSCRIPT`` with later commands run) is a ScriptNotRunError, not
+    run out of order, unless ``allow_reorder``."""
+
+    async def main() -> None:
+        async with Client(redis_url, impl=impl) as client:
+            incr = client.register_script("return redis.call('INCR', KEYS[1])").name
+            await client.execute("SCRIPT", "FLUSH")
+            pipe = client.pipeline().call(incr, ["n"]).execute_command("GET", "n").call(incr, ["n"])
+            assert await pipe.execute() == [1, b"1", 2]
+            await client.execute("SCRIPT", "FLUSH")  # seen loaded: EVALSHA now, NOSCRIPT
+            pipe = client.pipeline().call(incr, ["n"]).execute_command("GET", "n").call(incr, ["n"])
+            refused, got, last = await pipe.execute(raise_on_error=False)
+            assert isinstance(refused, fastlock.ScriptNotRunError) and refused.index == 0
+            assert (got, last) == (b"2", 3)  # the last call, nothing after it: sent again
+            pipe = client.pipeline().call(incr, ["n"]).execute_command("GET", "n")  # in place again
+            assert await pipe.execute() == [4, b"4"]
+            await client.execute("SCRIPT", "FLUSH")
+            pipe = client.pipeline().call(incr, ["n"]).execute_command("GET", "n")
+            with pytest.raises(fastlock.ScriptNotRunError, match="out of order"):
+                await pipe.execute()
+            pipe = client.pipeline().call(incr, ["n"]).execute_command("GET", "n")
+            await client.execute("SCRIPT", "FLUSH")  # queued as EVAL: flushing cannot hurt
+            assert await pipe.execute() == [5, b"5"]
+            await client.execute("SCRIPT", "FLUSH")
+            pipe = client.pipeline().call(incr, ["n"]).execute_command("GET", "n")
+            assert await pipe.execute(allow_reorder=True) == [6, b"5"]  # GET ran first
 
     run(main())

@@ -56,6 +56,43 @@ def test_pipelined_script_calls_go_to_their_key_s_node(client: ClusterClient, cl
     assert client.execute("GET", "key2") == b"3"
 
 
+def test_a_pipeline_keeps_its_order_on_each_node(
+    client: ClusterClient, cluster: TempCluster, cluster_url: str, impl: str
+) -> None:
+    """Issue 23, defect 5: a script not seen loaded on a node runs as ``EVAL`` there, in its
+    place; one flushed meanwhile on a node is refused where later commands ran there. The
+    asyncio cluster client too."""
+    source = "return redis.call('INCR', KEYS[1])"
+    script = client.register_script(source)
+    keys = ["key1", "key2", "key39"]
+
+    async def on_asyncio() -> list[Any]:
+        async with AsyncClusterClient(cluster_url, impl=impl) as aclient:
+            name = aclient.register_script(source).name
+            pipe = aclient.pipeline()
+            for key in keys:
+                pipe.call(name, [key]).execute_command("GET", key)
+            replies = await pipe.execute()
+            for node in cluster.nodes:
+                node.raw_command("SCRIPT", "FLUSH")
+            pipe = aclient.pipeline().call(name, ["key39"]).execute_command("GET", "key39")
+            return [*replies, *await pipe.execute(raise_on_error=False)]
+
+    with client.pipeline() as pipe:
+        for key in keys:
+            pipe.call(script.name, [key]).execute_command("GET", key)
+        assert pipe.execute() == [reply for _ in keys for reply in (1, b"1")]
+    for node in cluster.nodes:
+        node.raw_command("SCRIPT", "FLUSH")
+    pipe = client.pipeline().call(script.name, ["key1"]).execute_command("GET", "key1")
+    refused, got = pipe.execute(raise_on_error=False)
+    assert isinstance(refused, fastlock.ScriptNotRunError) and got == b"1"
+    assert client.pipeline().call(script.name, ["key1"]).execute_command("GET", "key1").execute() == [2, b"2"]
+    *replies, refused, got = asyncio.run(on_asyncio())
+    assert replies == [reply for key in keys for reply in ((3, b"3") if key == "key1" else (2, b"2"))]
+    assert isinstance(refused, fastlock.ScriptNotRunError) and got == b"2"
+
+
 def bucket(lock: Any) -> str:
     """The key of the lock's main bucket (where its holders are)."""
     return str(lock.manager.scope(lock.digest, "", lock.limit).slots[0])

@@ -42,13 +42,15 @@ def _fail(client: fastlock.Client) -> Callable[[], object]:
     return lambda: queue.fail(job)
 
 
+def _pipelined(client: fastlock.Client) -> Callable[[], object]:
+    client.pipeline().call("release_if_owner", ["k"], ["me"]).execute()  # seen loaded: EVALSHA next
+    return client.pipeline().call("release_if_owner", ["k"], ["me"]).execute
+
+
 NEVER_RESENT: dict[str, tuple[Setup, str]] = {
     "execute": (lambda client: lambda: client.execute("INCR", "n"), "incr"),
     "pipeline": (lambda client: client.pipeline().execute_command("INCR", "n").execute, "incr"),
-    "pipeline call": (
-        lambda client: client.pipeline().call("release_if_owner", ["k"], ["me"]).execute,
-        "evalsha",
-    ),
+    "pipeline call": (_pipelined, "evalsha"),
     "call": (lambda client: lambda: client.call("release_if_owner", ["k"], ["me"]), "evalsha"),
     "evalsha": (
         lambda client: lambda: client.evalsha(client.scripts.get("release_if_owner").sha, ["k"], ["me"]),

@@ -1,6 +1,8 @@
 """Script calls in a pipeline (``Pipeline.call``): encoded and refused as they are queued, in
-one write with the commands, replies as ``Client.call`` returns them, a call the server did
-not run (``NOSCRIPT``) sent again, anything else never."""
+one write with the commands, in order (a script not known loaded runs as ``EVAL`` in its
+place), replies as ``Client.call`` returns them; a call the server did not run (``NOSCRIPT``)
+sent again only when nothing queued after it ran (else ``ScriptNotRunError``), anything
+else never."""
 
 from __future__ import annotations
 
@@ -51,18 +53,62 @@ def test_an_invalid_argument_is_refused_when_queued(client: fastlock.Client) -> 
     assert client.execute("GET", "a") == b"1"
 
 
-def test_a_call_not_run_is_sent_again_and_nothing_else(client: fastlock.Client) -> None:
-    count = client.register_script(COUNT).name
-    client.call(count, ["warm"], [0])
+def test_a_script_not_loaded_yet_runs_in_its_place(client: fastlock.Client) -> None:
+    """Issue 23, defect 5: ``[script INCR n, GET n]`` gives ``[1, b"1"]`` as in redis-py. The
+    first call of a script the pipeline has not seen loaded is an ``EVAL`` in its place (the
+    same write, the same command count); later calls and pipelines send ``EVALSHA``."""
+    incr = client.register_script("return redis.call('INCR', KEYS[1])").name
     client.execute("SCRIPT", "FLUSH")
     client.execute("CONFIG", "RESETSTAT")
-    pipe = client.pipeline().call(count, ["a"], [1]).execute_command("INCR", "b").call(count, ["a"], [2])
-    assert pipe.execute() == [[b"a", b"1"], 1, [b"a", b"2"]]
-    assert client.execute("GET", "a") == b"2" and client.execute("GET", "b") == b"1"
+    sent = client.pool.round_trips
+    pipe = client.pipeline().call(incr, ["n"]).execute_command("GET", "n").call(incr, ["n"])
+    assert pipe.execute() == [1, b"1", 2]
+    assert client.pool.round_trips == sent + 1
+    assert client.pipeline().call(incr, ["n"]).execute_command("GET", "n").execute() == [3, b"3"]
     calls = command_calls(client)
-    assert (calls["incr"], calls["script|load"]) == (3, 1)  # each INCR once; one reload
-    # the pipeline's two (NOSCRIPT), then Client.call of each: NOSCRIPT, the reload's, the second
-    assert calls["evalsha"] == 2 + 3
+    assert (calls["eval"], calls["evalsha"], calls["get"], calls["incr"]) == (1, 2, 2, 3)
+    assert "script|load" not in calls
+
+
+def _flushed_after_a_pipeline(client: fastlock.Client) -> str:
+    count = client.register_script(COUNT).name
+    assert client.pipeline().call(count, ["warm"], [0]).execute() == [[b"warm", b"0"]]  # loaded: EVALSHA next
+    client.execute("SCRIPT", "FLUSH")  # another client, a restart, a failover
+    client.execute("CONFIG", "RESETSTAT")
+    return count
+
+
+def test_a_call_not_run_mid_pipeline_is_refused_not_run_out_of_order(client: fastlock.Client) -> None:
+    count = _flushed_after_a_pipeline(client)
+    pipe = client.pipeline().call(count, ["a"], [1]).execute_command("INCR", "b").call(count, ["a"], [2])
+    refused, incremented, last = pipe.execute(raise_on_error=False)
+    assert isinstance(refused, fastlock.ScriptNotRunError) and isinstance(refused, fastlock.ResponseError)
+    assert (refused.script, refused.index, refused.code) == (count, 0, "NOSCRIPT")
+    assert "out of order" in str(refused) and "allow_reorder" in str(refused)
+    assert incremented == 1 and last == [b"a", b"2"]  # the last call: nothing after it ran, sent again
+    assert client.execute("GET", "a") == b"1" and client.execute("GET", "b") == b"1"
+    calls = command_calls(client)
+    assert (calls["incr"], calls["evalsha"]) == (2, 2 + 2)  # each INCR once; the last call reloaded
+    assert client.pipeline().call(count, ["c"], [0]).execute() == [[b"c", b"0"]]  # in place: loaded again
+    pipe = client.pipeline().call(count, ["a"], [3]).execute_command("INCR", "b")
+    client.execute("SCRIPT", "FLUSH")
+    with pytest.raises(fastlock.ScriptNotRunError):  # raise_on_error: the refusal is raised
+        pipe.execute()
+    assert client.execute("GET", "a") == b"1"
+    # the next pipeline loads the script in place again
+    assert client.pipeline().call(count, ["a"], [4]).execute_command("GET", "a").execute() == [
+        [b"a", b"4"],
+        b"2",
+    ]
+
+
+def test_allow_reorder_sends_a_call_not_run_again_after_the_rest(client: fastlock.Client) -> None:
+    count = _flushed_after_a_pipeline(client)
+    pipe = client.pipeline().call(count, ["a"], [1]).execute_command("GET", "a").call(count, ["a"], [2])
+    assert pipe.execute(allow_reorder=True) == [[b"a", b"1"], None, [b"a", b"2"]]  # GET ran first
+    assert client.execute("GET", "a") == b"2"
+    calls = command_calls(client)
+    assert (calls["incr"], calls["script|load"]) == (2, 1)  # each call once; one reload
 
 
 def test_an_error_reply_is_the_call_s_report_and_never_sent_again(client: fastlock.Client) -> None:
@@ -106,3 +152,20 @@ def test_a_subclass_overriding_call_keeps_its_override(redis_url: str, impl: str
         assert client.calls == 2
     with fastlock.Client(redis_url, impl=impl) as plain:
         assert plain.call == plain._caller.call  # bound to the core's method: no Python frame
+
+
+def test_a_script_that_does_not_compile_is_its_calls_report_and_never_seen_loaded(
+    client: fastlock.Client,
+) -> None:
+    broken = client.register_script("return (").name
+    pipe = client.pipeline().call(broken).execute_command("INCR", "n").call(broken)
+    first, incremented, second = pipe.execute(raise_on_error=False)
+    assert isinstance(first, fastlock.LuaCompileError) and first.script == broken
+    assert incremented == 1
+    # the second call got NOSCRIPT (the EVAL did not load it), nothing ran after it: sent
+    # again by Client.call, which reports the compile error
+    assert isinstance(second, fastlock.LuaCompileError)
+    pipe = client.pipeline().call(broken).execute_command("INCR", "n")
+    with pytest.raises(fastlock.LuaCompileError):  # still an EVAL: never seen loaded
+        pipe.execute()
+    assert client.execute("GET", "n") == b"2"

@@ -7,13 +7,13 @@ from __future__ import annotations
 from collections.abc import Coroutine, Sequence
 from typing import Any, Protocol
 
-from ..exceptions import ArgumentError, ResponseError
+from ..exceptions import ArgumentError, ResponseError, ScriptNotRunError
 from ..operations import AsyncRunner
 from ..protocol.commands import refuse_connection_state
 from ..scripts.calling import ScriptSettings, meta_values, read_server_version
 from ..scripts.errors import lua_error
+from ..scripts.pipelined import NOT_RUN, last_run, pipelined_scripts, script_command, script_home, settle
 from ..scripts.registry import Script, ScriptRegistry
-from ..sync.pipeline import NOT_RUN
 
 __all__ = ["AsyncScriptRunner", "BoundScript", "Pipeline"]
 
@@ -61,8 +61,10 @@ class Pipeline:
     def __len__(self) -> int:
         return len(self._commands)
 
-    async def execute(self, raise_on_error: bool = True) -> list[Any]:
-        """Send the queued commands and calls and return their replies in order.
+    async def execute(self, raise_on_error: bool = True, *, allow_reorder: bool = False) -> list[Any]:
+        """Send the queued commands and calls and return their replies in order (see
+        :meth:`fastlock.Pipeline.execute`: a call the server did not run after which queued
+        commands ran is a :class:`~fastlock.ScriptNotRunError`, unless ``allow_reorder``).
 
         With ``raise_on_error`` the first error reply is raised once all replies are read;
         otherwise errors are returned in place as ``ResponseError`` instances.
@@ -71,32 +73,33 @@ class Pipeline:
         self._commands, self._calls = [], []
         if not commands:
             return []
-        runner = self._runner
-        settings = runner.script_settings
-        for i, call in enumerate(calls):
-            if call is not None:
-                script, keys, args = call
-                if script.meta:
-                    if settings.server_version is None and "server_version" in script.meta:
-                        await runner.run(read_server_version(settings))
-                    args = [*args, *meta_values(script, settings)]
-                commands[i] = ("EVALSHA", script.sha, len(keys), *keys, *args)
-        replies = await runner.execute_many(commands)  # type: ignore[arg-type]
-        errors = [i for i, reply in enumerate(replies) if isinstance(reply, ResponseError)]
-        for i in errors:
-            call = calls[i]
-            if call is not None:
-                replies[i] = await self._script_reply(*call, replies[i])
+        queue = _Sent(self._runner, calls)
+        await queue.prepare(commands)
+        replies = await self._runner.execute_many(commands)  # type: ignore[arg-type]
+        errors = queue.errors(replies)
+        if errors or queue.evals():
+            settle(queue, replies, errors)
+        if errors:
+            ran = last_run(replies)
+            for i in errors:
+                call = calls[i]
+                if call is not None:
+                    replies[i] = await self._script_reply(i, *call, replies[i], i > ran or allow_reorder)
         if raise_on_error:
             for i in errors:
                 if isinstance(replies[i], ResponseError):
                     raise replies[i]
         return replies
 
-    async def _script_reply(self, script: Script, keys: Any, args: Any, error: ResponseError) -> Any:
-        """The reply of a pipelined call of ``script`` that got error reply ``error``."""
+    async def _script_reply(
+        self, i: int, script: Script, keys: Any, args: Any, error: ResponseError, again: bool
+    ) -> Any:
+        """The reply of pipelined call ``i`` of ``script`` that got error reply ``error``
+        (``again``: it may be sent again)."""
         if not isinstance(error, NOT_RUN):
             return lua_error(error, script)
+        if not again:
+            return ScriptNotRunError(error.text, script=script.name, index=i)
         try:
             return await self._runner.call(script.name, keys, args)
         except ResponseError as exc:
@@ -107,6 +110,54 @@ class Pipeline:
 
     async def __aexit__(self, *exc_info: object) -> None:
         self._commands, self._calls = [], []
+
+
+class _Sent:
+    """The calls of a pipeline being sent: their commands (``EVALSHA``, or ``EVAL`` first for
+    a script not seen loaded on its node) and the queue methods :func:`settle` reads."""
+
+    def __init__(self, runner: AsyncScriptRunner, calls: list[tuple[Script, Any, Any] | None]) -> None:
+        self._runner = runner
+        self._calls = calls
+        self._homes: list[Any] = [None] * len(calls)
+        self._evals: list[int] = []
+
+    async def prepare(self, commands: list[tuple[Any, ...] | None]) -> None:
+        runner = self._runner
+        settings = runner.script_settings
+        loaded = pipelined_scripts(runner)
+        home_of = getattr(runner, "_script_home", None)
+        for i, call in enumerate(self._calls):
+            if call is None:
+                continue
+            script, keys, args = call
+            if script.meta:
+                if settings.server_version is None and "server_version" in script.meta:
+                    await runner.run(read_server_version(settings))
+                args = [*args, *meta_values(script, settings)]
+            home = script_home(await home_of(keys) if home_of is not None else (), script)
+            first = home is None or (home not in loaded and all(self._homes[j] != home for j in self._evals))
+            if first:
+                self._evals.append(i)
+            self._homes[i] = home
+            commands[i] = script_command(script, keys, args, first)
+
+    def call_at(self, i: int) -> tuple[Script, Any, Any] | None:
+        return self._calls[i]
+
+    def errors(self, replies: list[Any]) -> list[int]:
+        return [i for i, reply in enumerate(replies) if isinstance(reply, ResponseError)]
+
+    def evals(self) -> list[int]:
+        return self._evals
+
+    def set_loaded(self, i: int, loaded: bool) -> None:
+        home = self._homes[i]
+        if home is not None:
+            if loaded:
+                pipelined_scripts(self._runner).add(home)
+            else:
+                pipelined_scripts(self._runner).discard(home)
 
 
 class BoundScript:

@@ -431,6 +431,11 @@ class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess, AsyncScript
         """Collect commands; ``await pipe.execute()`` sends them in one write per node."""
         return Pipeline(self)
 
+    async def _script_home(self, keys: Sequence[Any]) -> Address | None:
+        """The node a pipelined call with ``keys`` goes to (``None`` without keys: any), for
+        the pipelines' record of the scripts each node holds."""
+        return await self._address(self._slot(keys[0])) if keys else None
+
     def script(self, name: str) -> BoundScript:
         """Script ``name`` as a callable: ``await client.script(name)(keys, args)``."""
         return BoundScript(self, self.scripts.get(name))

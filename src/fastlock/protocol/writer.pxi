@@ -291,6 +291,19 @@ cdef bytes evalsha_head(object sha):
         PyMem_Free(b.data)
 
 
+cdef bytes eval_head(object body):
+    """What replaces a script's EVALSHA head when it may not be loaded: ``EVAL`` and its
+    body (the rest of the command is the same)."""
+    cdef Buf b
+    buf_init(&b, 64)
+    try:
+        put_bulk(&b, b"EVAL", 4)
+        put_arg(&b, body, 0, 1, -1)
+        return take(&b)
+    finally:
+        PyMem_Free(b.data)
+
+
 cdef int put_pipeline(Buf* b, object commands) except -1:
     cdef Py_ssize_t i = 0
     for command in commands:

@@ -16,6 +16,7 @@ cdef class Batch:
     cdef _Scripts _table
     cdef object _owner
     cdef Items _items  # per queued item: the Script called, its keys, its args as given (None x 3: a command)
+    cdef list _evals  # (item index, _Entry) of each call sent as EVAL (a script not seen loaded)
 
     def __cinit__(self):
         buf_init(&self._out, 16384)  # 64 calls of 3 keys and 5 args, without a copy
@@ -23,6 +24,7 @@ cdef class Batch:
     def __init__(self, ScriptCaller caller, owner):
         self._table = caller._scripts
         self._owner = owner
+        self._evals = []
 
     def __dealloc__(self):
         PyMem_Free(self._out.data)
@@ -43,12 +45,51 @@ cdef class Batch:
             args = tuple(args)
         sent = table.with_meta(entry.script, args) if entry.meta else args
         try:
-            put_evalsha(&self._out, entry.sha, keys, sent, entry.head, self._items.len // 3)
+            put_evalsha(
+                &self._out, entry.sha, keys, sent, entry.head if entry.loaded else self._head(entry),
+                self._items.len // 3,
+            )
         except BaseException:
             self._out.len = start
             raise
+        if not entry.loaded:
+            self._queued(entry)
         self._push(entry.script, keys, args)
         return self._owner
+
+    cdef bint _first(self, _Entry entry):
+        """Whether a call of ``entry`` (a script not seen loaded) would be its first in the
+        batch."""
+        for queued in self._evals:
+            if (<tuple>queued)[1] is entry:
+                return False
+        return True
+
+    cdef bytes _head(self, _Entry entry):
+        """The head of a call of a script not seen loaded: ``EVAL`` for its first call in
+        the batch (loading it in place, so the call runs where it is queued), else EVALSHA."""
+        if not self._first(entry):
+            return entry.head
+        if entry.eval is None:
+            entry.eval = eval_head(entry.script.body)
+        return entry.eval
+
+    cdef int _queued(self, _Entry entry) except -1:
+        """Record a call of ``entry`` just queued as ``EVAL`` (its first in the batch)."""
+        if self._first(entry):
+            self._evals.append((self._items.len // 3, entry))
+        return 0
+
+    def evals(self):
+        """The indices of the calls sent as ``EVAL``."""
+        return [(<tuple>queued)[0] for queued in self._evals] if self._evals else []
+
+    def set_loaded(self, Py_ssize_t i, bint loaded):
+        """Whether the script of call ``i`` is held by the server (its next calls in a
+        batch: EVALSHA, or EVAL first)."""
+        call = self.call_at(i)
+        if call is not None:
+            self._table.of(call[0]).loaded = loaded
 
     def command(self, tuple args):
         """Queue command ``args``."""
@@ -87,3 +128,4 @@ cdef class Batch:
         """Drop what was queued."""
         self._out.len = 0
         items_clear(&self._items)
+        self._evals = []

@@ -19,7 +19,8 @@ cdef inline double _monotonic():
 cdef class _Entry:
     """What a call of one script needs, read once: the script, its EVALSHA head (the command
     name and sha, encoded), its stats' pending durations (the same list for the script's
-    life) and whether it declares ``#meta`` fields."""
+    life) and whether it declares ``#meta`` fields; for pipelines, whether one saw it loaded
+    and its EVAL head."""
 
     cdef object name  # the name it was looked up by
     cdef object script
@@ -27,6 +28,8 @@ cdef class _Entry:
     cdef bytes head
     cdef list durations
     cdef bint meta
+    cdef bint loaded  # seen loaded by a pipeline of this caller: its calls there are EVALSHA
+    cdef bytes eval  # the EVAL head (``eval_head``), made by the first pipeline that needs it
 
     def __init__(self, name, script):
         self.name = name

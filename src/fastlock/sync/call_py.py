@@ -9,7 +9,7 @@ from time import monotonic
 from typing import Any, final
 
 from ..exceptions import ConnectionError, ResponseError
-from ..protocol.resp_py import evalsha_head, put_command, put_evalsha
+from ..protocol.resp_py import encode_command, evalsha_head, put_command, put_evalsha
 
 __all__ = ["Batch", "ScriptCaller", "SlotRouter"]
 
@@ -17,7 +17,7 @@ __all__ = ["Batch", "ScriptCaller", "SlotRouter"]
 class _Entry:
     """What a call of one script needs, read once (the twin of ``sync/call.pxi``'s)."""
 
-    __slots__ = ("durations", "head", "meta", "script", "sha")
+    __slots__ = ("durations", "eval", "head", "loaded", "meta", "script", "sha")
 
     def __init__(self, script: Any) -> None:
         self.script = script
@@ -25,6 +25,8 @@ class _Entry:
         self.head = evalsha_head(self.sha)
         self.durations: list[float] = script.stats.durations
         self.meta = bool(script.meta)
+        self.loaded = False
+        self.eval: bytes | None = None
 
 
 class _Scripts:
@@ -177,6 +179,7 @@ class Batch:
         self._scripts: list[Any] = []
         self._keys: list[Any] = []
         self._args: list[Any] = []
+        self._evals: list[tuple[int, _Entry]] = []
 
     def __len__(self) -> int:
         return len(self._scripts)
@@ -188,13 +191,40 @@ class Batch:
         keys = keys if type(keys) in (tuple, list) else tuple(keys)
         args = args if type(args) in (tuple, list) else tuple(args)
         sent = table.with_meta(entry.script, args) if entry.meta else args
+        head = entry.head if entry.loaded else self._head(entry)
         out: list[bytes] = []
-        put_evalsha(out, entry.sha, keys, sent, entry.head, len(self._scripts))
+        try:
+            put_evalsha(out, entry.sha, keys, sent, head, len(self._scripts))
+        except BaseException:
+            if head is not entry.head:
+                self._evals.pop()
+            raise
         self._out += out
         self._scripts.append(entry.script)
         self._keys.append(keys)
         self._args.append(args)
         return self._owner
+
+    def _head(self, entry: _Entry) -> bytes:
+        """The head of a call of a script not seen loaded: ``EVAL`` for its first call in
+        the batch, else EVALSHA."""
+        for _, queued in self._evals:
+            if queued is entry:
+                return entry.head
+        if entry.eval is None:  # ``EVAL`` and the body: what replaces the EVALSHA head
+            entry.eval = encode_command("EVAL", entry.script.body)[len(b"*2\r\n") :]
+        self._evals.append((len(self._scripts), entry))
+        return entry.eval
+
+    def evals(self) -> list[int]:
+        """The indices of the calls sent as ``EVAL``."""
+        return [i for i, _ in self._evals]
+
+    def set_loaded(self, i: int, loaded: bool) -> None:
+        """Whether the script of call ``i`` is held by the server."""
+        call = self.call_at(i)
+        if call is not None:
+            self._table.of(call[0]).loaded = loaded
 
     def command(self, args: tuple[Any, ...]) -> Any:
         """Queue command ``args``."""
@@ -219,4 +249,4 @@ class Batch:
 
     def clear(self) -> None:
         """Drop what was queued."""
-        del self._out[:], self._scripts[:], self._keys[:], self._args[:]
+        del self._out[:], self._scripts[:], self._keys[:], self._args[:], self._evals[:]

@@ -13,16 +13,18 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from .._impl import CoreBatch
-from ..exceptions import ArgumentError, BusyError, NoScriptError, ResponseError
+from ..exceptions import (
+    ArgumentError,
+    ResponseError,
+    ScriptNotRunError,
+)
 from ..operations import Runner
 from ..protocol.commands import refuse_connection_state
 from ..scripts.errors import lua_error
+from ..scripts.pipelined import NOT_RUN, last_run, pipelined_scripts, script_command, script_home, settle
 from ..scripts.registry import Script, ScriptRegistry
 
-__all__ = ["NOT_RUN", "BoundScript", "CommandList", "Pipeline", "ScriptRunner"]
-
-NOT_RUN = (NoScriptError, BusyError)
-"""Error replies of a script call that did not run: the call is sent again."""
+__all__ = ["BoundScript", "CommandList", "Pipeline", "ScriptRunner"]
 
 
 class ScriptRunner(Runner, Protocol):
@@ -65,11 +67,13 @@ class Pipeline:
         argument is refused here); returns the pipeline so calls can be chained.
 
         Its reply is the script's, as :meth:`Client.call <fastlock.Client.call>` returns it;
-        an error reply becomes its :class:`~fastlock.LuaError` report. A call the server did
-        not run (``NOSCRIPT``: the script is not loaded; ``BUSY``) is sent again by
-        ``Client.call`` once the pipeline's replies are read, so it runs after the rest of the
-        pipeline. Pipelined calls are not counted in :meth:`script_stats
-        <fastlock.Client.script_stats>`.
+        an error reply becomes its :class:`~fastlock.LuaError` report. The calls run in the
+        order queued: the first call of a script the client has not seen loaded by a pipeline
+        is sent as ``EVAL`` (its body, which also loads it) in its place, in the same write.
+        A call the server did not run anyway (``NOSCRIPT``: flushed meanwhile; ``BUSY``) is
+        sent again by ``Client.call`` when nothing queued after it ran; otherwise its reply is
+        a :class:`~fastlock.ScriptNotRunError` (see :meth:`execute`). Pipelined calls are not
+        counted in :meth:`script_stats <fastlock.Client.script_stats>`.
         """
         self._batch.call(name, keys, args)
         return self
@@ -77,11 +81,15 @@ class Pipeline:
     def __len__(self) -> int:
         return len(self._batch)
 
-    def execute(self, raise_on_error: bool = True) -> list[Any]:
+    def execute(self, raise_on_error: bool = True, *, allow_reorder: bool = False) -> list[Any]:
         """Send the queued commands and calls and return their replies in order.
 
         With ``raise_on_error`` the first error reply is raised once all replies are read;
-        otherwise errors are returned in place as ``ResponseError`` instances.
+        otherwise errors are returned in place as ``ResponseError`` instances. A script call
+        the server did not run (``NOSCRIPT``, ``BUSY``) after which queued commands ran is
+        not sent again (that would run it out of order; a write is never run twice): its
+        reply is a :class:`~fastlock.ScriptNotRunError`, unless ``allow_reorder``, which sends
+        it again after the rest.
         """
         batch = self._batch
         if not len(batch):
@@ -89,10 +97,14 @@ class Pipeline:
         try:
             replies = self._send(batch)
             errors = batch.errors(replies)
-            for i in errors:
-                call = batch.call_at(i)
-                if call is not None:
-                    replies[i] = self._script_reply(*call, replies[i])
+            if errors or batch.evals():
+                settle(batch, replies, errors)
+            if errors:
+                ran = last_run(replies)
+                for i in errors:
+                    call = batch.call_at(i)
+                    if call is not None:
+                        replies[i] = self._script_reply(i, *call, replies[i], i > ran or allow_reorder)
         finally:
             batch.clear()
         if raise_on_error:
@@ -101,10 +113,15 @@ class Pipeline:
                     raise replies[i]
         return replies
 
-    def _script_reply(self, script: Script, keys: Any, args: Any, error: ResponseError) -> Any:
-        """The reply of a pipelined call of ``script`` that got error reply ``error``."""
+    def _script_reply(
+        self, i: int, script: Script, keys: Any, args: Any, error: ResponseError, again: bool
+    ) -> Any:
+        """The reply of pipelined call ``i`` of ``script`` that got error reply ``error``
+        (``again``: it may be sent again)."""
         if not isinstance(error, NOT_RUN):
             return lua_error(error, script)
+        if not again:
+            return ScriptNotRunError(error.text, script=script.name, index=i)
         try:
             return self._runner.call(script.name, keys, args)
         except ResponseError as exc:
@@ -119,30 +136,44 @@ class Pipeline:
 
 class CommandList:
     """A pipeline's queue on any :class:`ScriptRunner`: commands as tuples, a script call as
-    its ``EVALSHA`` command (the meta values appended), sent by ``runner.execute_many``; the
-    same methods as the core's ``Batch``, ``call`` and ``command`` returning ``owner``."""
+    its ``EVALSHA`` command (the meta values appended; ``EVAL`` for the first call of a script
+    not seen loaded where it goes, see :func:`script_command`), sent by
+    ``runner.execute_many``; the same methods as the core's ``Batch``, ``call`` and
+    ``command`` returning ``owner``."""
 
     def __init__(self, runner: ScriptRunner, owner: Any) -> None:
         self._runner = runner
         self._owner = owner
         self.commands: list[tuple[Any, ...]] = []
         self._calls: list[tuple[Script, Any, Any] | None] = []
+        self._homes: list[Any] = []
+        self._evals: list[int] = []
 
     def __len__(self) -> int:
         return len(self.commands)
 
     def call(self, name: str, keys: Any = (), args: Any = ()) -> Any:
-        script = self._runner.scripts.get(name)
+        runner = self._runner
+        script = runner.scripts.get(name)
         keys = keys if type(keys) in (tuple, list) else tuple(keys)
         args = args if type(args) in (tuple, list) else tuple(args)
-        sent = self._runner._with_meta(script, args) if script.meta else args
-        self.commands.append(("EVALSHA", script.sha, len(keys), *keys, *sent))
+        sent = runner._with_meta(script, args) if script.meta else args
+        home_of = getattr(runner, "_script_home", None)
+        home = script_home(home_of(keys) if home_of is not None else (), script)
+        first = home is None or (
+            home not in pipelined_scripts(runner) and all(self._homes[i] != home for i in self._evals)
+        )
+        if first:
+            self._evals.append(len(self.commands))
+        self.commands.append(script_command(script, keys, sent, first))
         self._calls.append((script, keys, args))
+        self._homes.append(home)
         return self._owner
 
     def command(self, args: tuple[Any, ...]) -> Any:
         self.commands.append(args)
         self._calls.append(None)
+        self._homes.append(None)
         return self._owner
 
     def call_at(self, i: int) -> tuple[Script, Any, Any] | None:
@@ -151,8 +182,19 @@ class CommandList:
     def errors(self, replies: list[Any]) -> list[int]:
         return [i for i, reply in enumerate(replies) if isinstance(reply, ResponseError)]
 
+    def evals(self) -> list[int]:
+        return list(self._evals)
+
+    def set_loaded(self, i: int, loaded: bool) -> None:
+        home = self._homes[i]
+        if home is not None:
+            if loaded:
+                pipelined_scripts(self._runner).add(home)
+            else:
+                pipelined_scripts(self._runner).discard(home)
+
     def clear(self) -> None:
-        self.commands, self._calls = [], []
+        self.commands, self._calls, self._homes, self._evals = [], [], [], []
 
 
 def _execute_many(runner: Runner) -> Callable[[Any], list[Any]]:

@@ -1,0 +1,84 @@
+"""What the sync and asyncio pipelines share about their script calls (sans-IO): a pipeline
+keeps its order (docs/delivery.md, "A pipeline keeps its order").
+
+The first call of a script a runner's pipelines have not seen loaded where it goes is sent
+as ``EVAL`` (:func:`script_command`), loading it in its place; :func:`settle` records what
+the replies tell (loaded by that ``EVAL``; flushed, after a ``NOSCRIPT``) in
+:func:`pipelined_scripts` (the Cython core's ``Batch`` keeps the same on its script
+entries). A call not run (:data:`NOT_RUN`) is sent again only when nothing after it ran
+(:func:`last_run`), else its reply is a :class:`~fastlock.ScriptNotRunError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from ..exceptions import BusyError, LuaCompileError, LuaError, NoScriptError, ResponseError
+from .registry import Script
+
+__all__ = ["NOT_RUN", "last_run", "pipelined_scripts", "script_command", "script_home", "settle"]
+
+NOT_RUN = (NoScriptError, BusyError)
+"""Error replies of a script call (or a command) the server did not run."""
+
+
+def script_command(script: Script, keys: Sequence[Any], args: Sequence[Any], first: bool) -> tuple[Any, ...]:
+    """The command of a pipelined call: ``EVALSHA``, or ``EVAL`` with the body when ``first``
+    (the first call of a script not seen loaded on its node), which loads it where it runs."""
+    if first:
+        return ("EVAL", script.body, len(keys), *keys, *args)
+    return ("EVALSHA", script.sha, len(keys), *keys, *args)
+
+
+def script_home(node: Any, script: Script) -> tuple[Any, str] | None:
+    """What the pipelines of a runner record as loaded for a call of ``script`` on ``node``
+    (the runner's ``_script_home(keys)``, ``()`` for a one-server runner): ``None`` when the
+    node is not known in advance (a keyless call on a cluster), which is then always an
+    ``EVAL``."""
+    return None if node is None else (node, script.sha)
+
+
+def pipelined_scripts(runner: object) -> set[Any]:
+    """``(node, sha)`` of the scripts pipelines saw loaded on ``runner``'s nodes (``node``:
+    its ``_script_home(keys)``, ``()`` for a one-server runner)."""
+    loaded: set[Any] | None = getattr(runner, "_pipelined_scripts", None)
+    if loaded is None:
+        loaded = set()
+        setattr(runner, "_pipelined_scripts", loaded)  # noqa: B010 - any runner, no declared slot
+    return loaded
+
+
+class _Queue(Protocol):
+    def call_at(self, i: int) -> tuple[Script, Any, Any] | None: ...
+    def evals(self) -> list[int]: ...
+    def set_loaded(self, i: int, loaded: bool) -> None: ...
+
+
+def settle(queue: _Queue, replies: list[Any], errors: list[int]) -> None:
+    """Note what ``replies`` (``errors``: the indices of the error replies) tell of the
+    scripts a pipeline's ``queue`` called: loaded by an ``EVAL`` in place, no longer loaded
+    after a ``NOSCRIPT``. Called only when there are errors or ``EVAL`` calls (the cached,
+    error-free pipeline skips it)."""
+    for i in queue.evals():
+        queue.set_loaded(i, _loads(replies[i]))
+    for i in errors:
+        if isinstance(replies[i], NoScriptError):
+            queue.set_loaded(i, False)
+
+
+def _loads(reply: Any) -> bool:
+    """Whether the server holds a script after an ``EVAL`` of it got ``reply``: unless it
+    did not compile or did not run (``BUSY``, refused)."""
+    return not isinstance(reply, ResponseError) or (
+        isinstance(reply, LuaError) and not isinstance(reply, LuaCompileError)
+    )
+
+
+def last_run(replies: list[Any]) -> int:
+    """The index of the last reply of a command the server ran (``-1``: none): a reply that
+    is not ``NOSCRIPT`` or ``BUSY``."""
+    for i in range(len(replies) - 1, -1, -1):
+        if not isinstance(replies[i], NOT_RUN):
+            return i
+    return -1
