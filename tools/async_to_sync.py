@@ -39,6 +39,7 @@ PAIRS: dict[str, str] = {
     "src/fastlock/cluster/sentinel_aio.py": "src/fastlock/cluster/sentinel.py",
     "src/fastlock/aio/queue.py": "src/fastlock/queues/queue.py",
     "src/fastlock/aio/access.py": "src/fastlock/sync/access.py",
+    "src/fastlock/aio/script_calls.py": "src/fastlock/sync/script_calls.py",
 }
 """The async source -> the sync module written from it (paths from the repo root)."""
 

@@ -1,6 +1,11 @@
-"""``call`` for the asyncio cluster client: ``await self._call(...)``, the path its ``wait``
-chose, and the meta values that path asks for (the sync twin,
-:class:`~fastlock.sync.script_calls.ScriptCalls`, binds the core's method instead)."""
+"""``call`` for the clients whose call path is chosen per client: ``self._call`` (the asyncio
+cluster client's: the path its ``wait`` chose; awaited), and the meta values it asks for.
+
+``aio/script_calls.py`` is the source of the sync ``sync/script_calls.py``
+(``tools/async_to_sync.py`` writes it), where ``self._call`` is the core's ``ScriptCaller.call``
+(:class:`~fastlock.Client`) or ``SlotRouter.call`` (:class:`~fastlock.cluster.ClusterClient`)
+and :meth:`_bind_call` makes ``client.call`` that core method itself, with no Python frame
+(unless a subclass overrides ``call``)."""
 
 from __future__ import annotations
 
@@ -17,8 +22,8 @@ T = TypeVar("T")
 
 
 class AsyncScriptCalls:
-    """``call`` as ``await self._call(...)``; :meth:`_with_meta` appends a script's ``#meta``
-    values (the server version read first if needed and not known)."""
+    """``call`` as ``self._call`` (see the module docstring); :meth:`_with_meta` appends a
+    script's ``#meta`` values."""
 
     scripts: ScriptRegistry
     script_settings: ScriptSettings
@@ -44,10 +49,17 @@ class AsyncScriptCalls:
         return await self._call(name, keys, args, busy_timeout=busy_timeout)
 
     def _bind_call(self) -> None:
-        """Nothing to bind (``call`` awaits ``self._call``): the hook the sync twin fills."""
+        """Make ``self.call`` be ``self._call`` (the same arguments and reply), unless the
+        class overrides :meth:`call` (asyncio: nothing to bind, ``call`` awaits ``self._call``)."""
+        if True:  # ASYNC
+            pass
+        else:
+            if type(self).call is AsyncScriptCalls.call:
+                vars(self)["call"] = self._call
 
     async def _with_meta(self, script: Script, args: Sequence[Any]) -> list[Any]:
-        """``args`` and the values of ``script``'s ``#meta`` fields."""
+        """``args`` and the values of ``script``'s ``#meta`` fields (the server version read
+        first if needed and not known)."""
         settings = self.script_settings
         if settings.server_version is None and "server_version" in script.meta:
             await self.run(read_server_version(settings))

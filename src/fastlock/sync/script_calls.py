@@ -1,6 +1,12 @@
-"""``call`` for the standalone and the cluster clients: the core's ``ScriptCaller.call`` or
-``SlotRouter.call`` itself, bound per client (no Python frame), and the meta values it asks
-for."""
+# generated from src/fastlock/aio/script_calls.py by tools/async_to_sync.py, do not edit
+"""``call`` for the clients whose call path is chosen per client: ``self._call`` (the asyncio
+cluster client's: the path its ``wait`` chose; awaited), and the meta values it asks for.
+
+``aio/script_calls.py`` is the source of the sync ``sync/script_calls.py``
+(``tools/async_to_sync.py`` writes it), where ``self._call`` is the core's ``ScriptCaller.call``
+(:class:`~fastlock.Client`) or ``SlotRouter.call`` (:class:`~fastlock.cluster.ClusterClient`)
+and :meth:`_bind_call` makes ``client.call`` that core method itself, with no Python frame
+(unless a subclass overrides ``call``)."""
 
 from __future__ import annotations
 
@@ -17,11 +23,8 @@ T = TypeVar("T")
 
 
 class ScriptCalls:
-    """``call`` for the standalone and the cluster clients: ``self._call``, the core's
-    ``ScriptCaller.call`` (:class:`~fastlock.Client`) or ``SlotRouter.call``
-    (:class:`~fastlock.cluster.ClusterClient`), which looks the script up, appends its
-    ``#meta`` values (:meth:`_with_meta`) and runs it. :meth:`_bind_call` makes ``client.call``
-    that core method itself, with no Python frame (unless a subclass overrides ``call``)."""
+    """``call`` as ``self._call`` (see the module docstring); :meth:`_with_meta` appends a
+    script's ``#meta`` values."""
 
     scripts: ScriptRegistry
     script_settings: ScriptSettings
@@ -48,7 +51,7 @@ class ScriptCalls:
 
     def _bind_call(self) -> None:
         """Make ``self.call`` be ``self._call`` (the same arguments and reply), unless the
-        class overrides :meth:`call`."""
+        class overrides :meth:`call` (asyncio: nothing to bind, ``call`` awaits ``self._call``)."""
         if type(self).call is ScriptCalls.call:
             vars(self)["call"] = self._call
 
