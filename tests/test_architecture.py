@@ -25,8 +25,6 @@ MAX_LINES = 400
 LONG_MODULES: dict[str, str] = {
     "exceptions.py": "the whole public exception tree under one root, read as one page; the reply"
     " classification that used to share it is in protocol/replies.py",
-    "cluster/aio.py": "the source of both cluster clients (tools/async_to_sync.py writes"
-    " cluster/client.py from it): the sync side's glue is in its ASYNC blocks",
 }
 """Modules allowed over ``MAX_LINES`` (path under src/fastlock -> why)."""
 

@@ -11,7 +11,8 @@ tokens (comments and layout kept), in this order:
 2. ``async`` before ``def``/``with``/``for`` and every ``await`` removed, ``Awaitable[T]``
    written ``T``; ``__aenter__`` and
    the other names of :data:`NAMES` (dotted ones too: ``asyncio.sleep``, ``aio.client``)
-   replaced; in strings, the phrases of :data:`PHRASES` then the class names of :data:`NAMES`.
+   replaced; in strings, the phrases of :data:`PHRASES` then the class names of :data:`NAMES`
+   (not the module names: a docstring may name the source file).
 3. The header; unused imports dropped and imports sorted (``ruff check --fix --select
    F401,I``), then ``ruff format`` (the repo's settings).
 
@@ -36,6 +37,7 @@ TOOL = "tools/async_to_sync.py"
 
 PAIRS: dict[str, str] = {
     "src/fastlock/cluster/aio.py": "src/fastlock/cluster/client.py",
+    "src/fastlock/cluster/nodes_aio.py": "src/fastlock/cluster/nodes.py",
     "src/fastlock/cluster/sentinel_aio.py": "src/fastlock/cluster/sentinel.py",
     "src/fastlock/aio/queue.py": "src/fastlock/queues/queue.py",
     "src/fastlock/aio/access.py": "src/fastlock/sync/access.py",
@@ -46,6 +48,7 @@ PAIRS: dict[str, str] = {
 NAMES: dict[str, str] = {
     # classes and functions with an async name
     "AsyncClusterClient": "ClusterClient",
+    "AsyncClusterNodes": "ClusterNodes",
     "AsyncLock": "Lock",
     "AsyncLockManager": "LockManager",
     "AsyncLockQueueAccess": "LockQueueAccess",
@@ -73,6 +76,8 @@ NAMES: dict[str, str] = {
     "aio.drive": "sync.drive",
     "aio.pipeline": "sync.pipeline",
     "aio.script_calls": "sync.script_calls",
+    "nodes_aio": "nodes",
+    "sentinel_aio": "sentinel",
 }
 """Names of the async side -> the sync side's (a dotted key matches dotted names only)."""
 
@@ -95,9 +100,11 @@ PHRASES: list[tuple[str, str]] = [
 
 _ASYNC_IF = re.compile(r"^\s*if\b.*#\s*ASYNC\b")
 _INDENT = "    "
-_NOQA_F401 = re.compile(r"  # noqa: F401$", re.M)
-_WORD = re.compile(
-    r"\b(" + "|".join(sorted((k for k in NAMES if "." not in k), key=len, reverse=True)) + r")\b"
+_NOQA_F401 = re.compile(r"  # noqa: F401\b.*$", re.M)
+_WORD = re.compile(  # the class names of NAMES, in strings
+    r"\b("
+    + "|".join(sorted((k for k in NAMES if k[0].isupper() and "." not in k), key=len, reverse=True))
+    + r")\b"
 )
 
 

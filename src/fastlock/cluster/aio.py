@@ -22,10 +22,7 @@ from __future__ import annotations
 import functools
 import logging
 import random
-import threading
-import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..aio.client import AsyncLockQueueAccess, Client
@@ -37,17 +34,20 @@ from ..operations import AsyncRunner, Operation, run_plan_async
 from ..params import DEFAULT_URL
 from ..protocol.commands import refuse_connection_state
 from ..protocol.slots import SLOTS
-from ..scripts.calling import ScriptSettingsAccess, check_loaded, load_commands, register
-from .asking import command_commands, is_redirect, script_commands, share_scripts
+from ..scripts.calling import ScriptSettingsAccess, register
+from .asking import command_commands, is_redirect, script_commands
 from .asking import reply as asking_reply
 from .commands import CommandTable, Query
 from .durability import DURABLE_SCRIPTS, check_wait, durable_call_async
+from .nodes_aio import AsyncClusterNodes
 from .routing import Attempt, Pause, Plan, Refresh, SlotCache, redirected
-from .topology import Address, RefreshGate, SlotMap, parse_slots, seed_address, shuffled
+from .topology import Address
 
 if True:  # ASYNC
     import asyncio
 else:
+    import time  # noqa: F401 (asyncio.sleep is time.sleep there)
+
     from ..scripts.calling import ScriptSettings
     from ..scripts.registry import Script
 
@@ -58,7 +58,7 @@ _log = logging.getLogger("fastlock.cluster")
 _Send = Callable[[Client, bool], Awaitable[Any]]
 
 
-class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess, AsyncScriptCalls):
+class AsyncClusterClient(AsyncClusterNodes, ScriptSettingsAccess, AsyncLockQueueAccess, AsyncScriptCalls):
     """A client of a Redis/Valkey Cluster; ``url`` (and ``seeds``, more ``host:port`` or
     URLs) names nodes to read the slot map from; ``wait=(replicas, ms)`` sends ``WAIT`` after
     each lock acquire and claim, in the same write, and raises
@@ -75,27 +75,13 @@ class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess, AsyncScript
         wait: tuple[int, int] | None = None,
         **options: Any,
     ) -> None:
-        self._options = options
-        self._first = Client(url, **options)
-        self.impl = self._first.impl
-        self.params = self._first.params
-        self.scripts = self._first.scripts
-        self.script_settings = self._first.script_settings
-        self._seeds = [seed_address(url)] + [seed_address(s) for s in seeds]
-        self._nodes: dict[Address, Client] = {self._seeds[0]: self._first}
-        self._slots = SlotMap()
+        super().__init__(url, seeds, options)
         self._slot = SlotCache()
         self._commands = CommandTable()
         self._redirects = 0
-        self._gate = RefreshGate()
-        self._map_lock = threading.Lock()
-        self._loaded_on: set[Address] = set()
-        self._reads = 0
         if True:  # ASYNC
-            self._read_done = asyncio.Event()  # set while no slot-map read runs
-            self._read_done.set()
-        else:
-            self._gate_lock = threading.Lock()
+            pass
+        else:  # the sync client's script calls: the core's SlotRouter
             self._router = self._first._core.SlotRouter(
                 self.scripts,
                 self.script_settings,
@@ -130,131 +116,9 @@ class AsyncClusterClient(ScriptSettingsAccess, AsyncLockQueueAccess, AsyncScript
         return cls(seeds=seeds, **{**params, **kwargs})
 
     @property
-    def refreshes(self) -> int:
-        """``CLUSTER SLOTS`` reads so far (the slot map refreshes)."""
-        return self._reads
-
-    @property
     def redirects(self) -> int:
         """Attempts sent again so far (after ``MOVED``, ``ASK``, a wait reply or a node down)."""
         return self._redirects
-
-    def node(self, address: Address) -> Client:
-        """The client of the node at ``address`` (made on first use)."""
-        try:
-            return self._nodes[address]
-        except KeyError:
-            pass
-        with self._map_lock:
-            node = self._nodes.get(address)
-            if node is None:
-                node = Client(**self._options)
-                node.params = replace(self.params, host=address[0], port=address[1])
-                share_scripts(node, self._first)
-                self._nodes[address] = node
-        return node
-
-    async def nodes(self) -> dict[Address, Client]:
-        """The clients of every node known (primaries, then replicas), by address."""
-        await self._ensure_map()
-        return {address: self.node(address) for address in self._slots.nodes()}
-
-    async def primaries(self) -> list[Client]:
-        """The clients of the primaries (for per-node commands such as ``SCAN``)."""
-        await self._ensure_map()
-        return [self.node(address) for address in self._slots.primary_nodes()]
-
-    async def _ensure_map(self) -> None:
-        if self._slots.primaries[0] is None:
-            await self._refresh_now()
-
-    if True:  # ASYNC
-
-        async def _refresh_now(self) -> None:
-            """Read the slot map now, or wait for the read another task is making (a task that
-            finds the gate taken must not fail for want of the map being read)."""
-            if not await self.refresh(force=True):
-                await self._read_done.wait()
-
-        async def refresh(self, force: bool = False) -> bool:
-            """Read the slot map from a random known node (one refresh at a time, a cooldown
-            between two unless ``force``); True if this call read it."""
-            gate = self._gate
-            if gate.running or not (force or gate.begin(time.monotonic())):
-                return False
-            gate.running = True
-            self._read_done.clear()
-            try:
-                await self._read_map()
-            finally:
-                gate.end(time.monotonic())
-                self._read_done.set()
-            return True
-
-    else:
-
-        def _refresh_now(self) -> None:
-            """Read the slot map now, or wait for the read another thread is making (a thread
-            that finds the gate taken must not fail for want of the map being read)."""
-            if not self.refresh(force=True):
-                with self._gate_lock:  # held by the reading thread until its read is done
-                    pass
-
-        def refresh(self, force: bool = False) -> bool:
-            """Read the slot map from a random known node (one refresh at a time, a cooldown
-            between two unless ``force``); True if this call read it."""
-            if not self._gate_lock.acquire(blocking=False):
-                return False
-            try:
-                if not force and not self._gate.begin(time.monotonic()):
-                    return False
-                try:
-                    self._read_map()
-                finally:
-                    self._gate.end(time.monotonic())
-            finally:
-                self._gate_lock.release()
-            return True
-
-    async def _read_map(self) -> None:
-        failure: BaseException | None = None
-        for address in shuffled([*self._slots.nodes(), *self._seeds]):
-            self._reads += 1
-            try:
-                reply = await self.node(address).execute("CLUSTER", "SLOTS")
-            except (ConnectionError, ResponseError) as exc:
-                failure = exc
-                continue
-            fresh = parse_slots(reply, address)
-            self._slots.update(fresh)
-            self._loaded_on.intersection_update(fresh.nodes())  # a node back later may have lost them
-            await self._load_scripts(fresh.nodes())
-            return
-        if failure is not None and self._slots.primaries[0] is None:
-            raise failure
-
-    async def _load_scripts(self, addresses: Iterable[Address]) -> None:
-        """Load every script on the nodes not yet loaded (one write each)."""
-        scripts = self.scripts.load_all()
-        for address in addresses:
-            if address in self._loaded_on:
-                continue
-            try:
-                check_loaded(scripts, await self.node(address).execute_many(load_commands(scripts)))
-                self._loaded_on.add(address)
-            except (ConnectionError, ResponseError) as exc:  # down or loading: loaded on NOSCRIPT
-                _log.info("scripts not loaded on %s:%s: %s", *address, exc)
-
-    async def _address(self, slot: int) -> Address:
-        address = self._slots.primaries[slot]
-        if address is None:
-            await self._refresh_now()
-            address = self._slots.primary(slot)
-        return address
-
-    async def _primary(self, slot: int) -> Client:
-        address = await self._address(slot)
-        return self._nodes.get(address) or self.node(address)
 
     async def _follow(self, plan: Plan, send: _Send) -> Any:
         """Run a redirect plan (:func:`~fastlock.operations.run_plan_async`): attempts sent by

@@ -23,10 +23,8 @@ from __future__ import annotations
 import functools
 import logging
 import random
-import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..exceptions import ConnectionError, ResponseError
@@ -34,18 +32,19 @@ from ..operations import Operation, Runner, run_plan
 from ..params import DEFAULT_URL
 from ..protocol.commands import refuse_connection_state
 from ..protocol.slots import SLOTS
-from ..scripts.calling import ScriptSettings, ScriptSettingsAccess, check_loaded, load_commands, register
+from ..scripts.calling import ScriptSettings, ScriptSettingsAccess, register
 from ..scripts.registry import Script
 from ..sync.client import Client, LockQueueAccess
 from ..sync.drive import drive
 from ..sync.pipeline import BoundScript, Pipeline
 from ..sync.script_calls import ScriptCalls
-from .asking import command_commands, is_redirect, script_commands, share_scripts
+from .asking import command_commands, is_redirect, script_commands
 from .asking import reply as asking_reply
 from .commands import CommandTable, Query
 from .durability import DURABLE_SCRIPTS, check_wait, durable_call
+from .nodes import ClusterNodes
 from .routing import Attempt, Pause, Plan, Refresh, SlotCache, redirected
-from .topology import Address, RefreshGate, SlotMap, parse_slots, seed_address, shuffled
+from .topology import Address
 
 __all__ = ["ClusterClient"]
 
@@ -54,7 +53,7 @@ _log = logging.getLogger("fastlock.cluster")
 _Send = Callable[[Client, bool], Any]
 
 
-class ClusterClient(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
+class ClusterClient(ClusterNodes, ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
     """A client of a Redis/Valkey Cluster; ``url`` (and ``seeds``, more ``host:port`` or
     URLs) names nodes to read the slot map from; ``wait=(replicas, ms)`` sends ``WAIT`` after
     each lock acquire and claim, in the same write, and raises
@@ -71,23 +70,10 @@ class ClusterClient(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
         wait: tuple[int, int] | None = None,
         **options: Any,
     ) -> None:
-        self._options = options
-        self._first = Client(url, **options)
-        self.impl = self._first.impl
-        self.params = self._first.params
-        self.scripts = self._first.scripts
-        self.script_settings = self._first.script_settings
-        self._seeds = [seed_address(url)] + [seed_address(s) for s in seeds]
-        self._nodes: dict[Address, Client] = {self._seeds[0]: self._first}
-        self._slots = SlotMap()
+        super().__init__(url, seeds, options)
         self._slot = SlotCache()
         self._commands = CommandTable()
         self._redirects = 0
-        self._gate = RefreshGate()
-        self._map_lock = threading.Lock()
-        self._loaded_on: set[Address] = set()
-        self._reads = 0
-        self._gate_lock = threading.Lock()
         self._router = self._first._core.SlotRouter(
             self.scripts,
             self.script_settings,
@@ -122,106 +108,9 @@ class ClusterClient(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
         return cls(seeds=seeds, **{**params, **kwargs})
 
     @property
-    def refreshes(self) -> int:
-        """``CLUSTER SLOTS`` reads so far (the slot map refreshes)."""
-        return self._reads
-
-    @property
     def redirects(self) -> int:
         """Attempts sent again so far (after ``MOVED``, ``ASK``, a wait reply or a node down)."""
         return self._redirects
-
-    def node(self, address: Address) -> Client:
-        """The client of the node at ``address`` (made on first use)."""
-        try:
-            return self._nodes[address]
-        except KeyError:
-            pass
-        with self._map_lock:
-            node = self._nodes.get(address)
-            if node is None:
-                node = Client(**self._options)
-                node.params = replace(self.params, host=address[0], port=address[1])
-                share_scripts(node, self._first)
-                self._nodes[address] = node
-        return node
-
-    def nodes(self) -> dict[Address, Client]:
-        """The clients of every node known (primaries, then replicas), by address."""
-        self._ensure_map()
-        return {address: self.node(address) for address in self._slots.nodes()}
-
-    def primaries(self) -> list[Client]:
-        """The clients of the primaries (for per-node commands such as ``SCAN``)."""
-        self._ensure_map()
-        return [self.node(address) for address in self._slots.primary_nodes()]
-
-    def _ensure_map(self) -> None:
-        if self._slots.primaries[0] is None:
-            self._refresh_now()
-
-    def _refresh_now(self) -> None:
-        """Read the slot map now, or wait for the read another thread is making (a thread
-        that finds the gate taken must not fail for want of the map being read)."""
-        if not self.refresh(force=True):
-            with self._gate_lock:  # held by the reading thread until its read is done
-                pass
-
-    def refresh(self, force: bool = False) -> bool:
-        """Read the slot map from a random known node (one refresh at a time, a cooldown
-        between two unless ``force``); True if this call read it."""
-        if not self._gate_lock.acquire(blocking=False):
-            return False
-        try:
-            if not force and not self._gate.begin(time.monotonic()):
-                return False
-            try:
-                self._read_map()
-            finally:
-                self._gate.end(time.monotonic())
-        finally:
-            self._gate_lock.release()
-        return True
-
-    def _read_map(self) -> None:
-        failure: BaseException | None = None
-        for address in shuffled([*self._slots.nodes(), *self._seeds]):
-            self._reads += 1
-            try:
-                reply = self.node(address).execute("CLUSTER", "SLOTS")
-            except (ConnectionError, ResponseError) as exc:
-                failure = exc
-                continue
-            fresh = parse_slots(reply, address)
-            self._slots.update(fresh)
-            self._loaded_on.intersection_update(fresh.nodes())  # a node back later may have lost them
-            self._load_scripts(fresh.nodes())
-            return
-        if failure is not None and self._slots.primaries[0] is None:
-            raise failure
-
-    def _load_scripts(self, addresses: Iterable[Address]) -> None:
-        """Load every script on the nodes not yet loaded (one write each)."""
-        scripts = self.scripts.load_all()
-        for address in addresses:
-            if address in self._loaded_on:
-                continue
-            try:
-                check_loaded(scripts, self.node(address).execute_many(load_commands(scripts)))
-                self._loaded_on.add(address)
-            except (ConnectionError, ResponseError) as exc:  # down or loading: loaded on NOSCRIPT
-                _log.info("scripts not loaded on %s:%s: %s", *address, exc)
-
-    def _address(self, slot: int) -> Address:
-        address = self._slots.primaries[slot]
-        if address is None:
-            self._refresh_now()
-            address = self._slots.primary(slot)
-        return address
-
-    def _primary(self, slot: int) -> Client:
-        address = self._address(slot)
-        return self._nodes.get(address) or self.node(address)
 
     def _follow(self, plan: Plan, send: _Send) -> Any:
         """Run a redirect plan (:func:`~fastlock.operations.run_plan`): attempts sent by
