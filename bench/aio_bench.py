@@ -31,7 +31,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from gate import Side, c_floor_side, interleaved_ratios
 
 import fastlock.aio
-from fastlock.tools.bench import EVALSHA_ARGS, EVALSHA_KEYS, EVALSHA_SCRIPT, c_floor_command, pin
+from fastlock.tools.bench import EVALSHA_ARGS, EVALSHA_KEYS, EVALSHA_SCRIPT, pin
+from fastlock.tools.c_floor import c_floor_command
 
 WIRE_ARGS = (1, "two", 3.5, b"four", 1)  # EVALSHA_ARGS as redis-py takes them (it refuses bool)
 

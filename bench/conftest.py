@@ -28,18 +28,8 @@ from gate import FLOOR_RETRIED, TRIES, PairResult, Side, measure_pair
 from fastlock import Client
 from fastlock.testing.costs import command_calls
 from fastlock.testing.servers import TempServer
-from fastlock.tools.bench import (
-    FLOOR_RETRIES,
-    CFloorError,
-    Figures,
-    SameBytes,
-    Timing,
-    c_floor_command,
-    load_floor_script,
-    pin,
-    run_c_floor,
-    time_loop,
-)
+from fastlock.tools.bench import Figures, SameBytes, Timing, pin, time_loop
+from fastlock.tools.c_floor import FLOOR_RETRIES, CFloorError, c_floor_command, load_floor_script, run_c_floor
 from fastlock.tools.floor import build_replay
 
 REGIME = os.environ.get("FASTLOCK_BENCH_REGIME", "same")

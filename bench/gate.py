@@ -16,7 +16,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from fastlock.tools.bench import Timing, load_floor_script, run_c_floor
+from fastlock.tools.bench import Timing
+from fastlock.tools.c_floor import load_floor_script, run_c_floor
 
 TRIES = 3
 ROUNDS = 15

@@ -22,7 +22,8 @@ from fastlock import _core_py
 from fastlock.tools.bench import EVALSHA_ARGS as ARGS
 from fastlock.tools.bench import EVALSHA_KEYS as KEYS
 from fastlock.tools.bench import EVALSHA_SCRIPT as SCRIPT
-from fastlock.tools.bench import Figures, c_floor_command
+from fastlock.tools.bench import Figures
+from fastlock.tools.c_floor import c_floor_command
 
 SHA = hashlib.sha1(SCRIPT.encode()).hexdigest()
 WIRE_ARGS = (1, "two", 3.5, b"four", 1)  # ARGS as hiredis and redis-py take them (they refuse bool)

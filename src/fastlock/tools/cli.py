@@ -19,7 +19,8 @@ from collections.abc import Callable
 from .. import Client, __impl__, __version__
 from ..testing.servers import TempServer
 from . import admin, instructions, workloads
-from .bench import EVALSHA_SCRIPT, Figures, c_floor, pin, render_table, run_workloads
+from .bench import EVALSHA_SCRIPT, Figures, pin, render_table, run_workloads
+from .c_floor import c_floor
 from .floor import replay_binary
 from .instruction_paths import WORKLOAD
 
