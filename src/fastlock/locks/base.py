@@ -11,8 +11,8 @@ for a job, so re-acquiring after a lost reply is safe (fastlock does it once its
 the script calls and operations, conflicts, and what each type does around a job
 (:data:`EXECUTIONS`). A transport's lock (:class:`~fastlock.Lock`,
 :class:`~fastlock.aio.AsyncLock`) runs them: build, call (or run the operation), parse.
-The job helpers are not generators of steps: a generator and its driver cost the sync
-lifecycle 7-11 % per helper, over the instruction budget.
+The job helpers are not generators of steps: a generator and its driver per helper put the
+sync lifecycle over its instruction budget (``bench/budgets.toml``).
 """
 
 from __future__ import annotations
@@ -173,7 +173,7 @@ class LockBase(Generic[R]):
                 raise ArgumentError("an until_expired lock needs a ttl")
             ttl_ms = 0
         elif (ttl.__class__ is float or ttl.__class__ is int) and 0.001 <= ttl <= MAX_DURATION:
-            ttl_ms = round(ttl * 1000)  # duration_ms's result without its call (3.9k instructions)
+            ttl_ms = round(ttl * 1000)  # duration_ms's result without its call (the lock path's budget)
         elif ttl is TTL_REQUIRED:
             raise missing_ttl(timeout)
         else:

@@ -37,8 +37,8 @@ def bucket_of(digest: str, buckets: int) -> int:
     return int(digest[:8], 16) % buckets
 
 
-# The Cython core's twins (``locks/keys.pxi``): of bucket_of (the same result or error, 2k
-# instructions less) and of KeySpace.scope (the same scope, or None to leave it to it).
+# The Cython core's twins (``locks/keys.pxi``): of bucket_of (the same result or error, fewer
+# instructions) and of KeySpace.scope (the same scope, or None to leave it to it).
 _CORE = load_core()[1]
 _bucket_of: Callable[[str, int], int] = getattr(_CORE, "_digest_bucket", bucket_of)
 _scope: Callable[..., Scope | None] | None = getattr(_CORE, "_lock_scope", None)
