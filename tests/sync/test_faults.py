@@ -294,12 +294,16 @@ def test_interrupts_at_random_points_never_leak_the_pool_slot(redis_url: str, im
         assert run(i) == b"%d" % i
     one_call = (time.perf_counter() - start) / 200
     gc.collect()  # earlier tests' garbage: its weak-set callbacks must not be interrupted here
+    # No automatic collection while the timers run: the interrupt would land in the collector's
+    # callbacks (hypothesis installs one in a process that ran its tests), outside the call.
+    gc.disable()
     previous = signal.signal(signal.SIGALRM, _raise_interrupt)
     try:
         interrupted = _interrupted_calls(run, 500, 2 * one_call, seed=sum(map(ord, impl + how)))
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        gc.enable()
     assert interrupted == 500
     assert [run(i) for i in range(5)] == [b"0", b"1", b"2", b"3", b"4"]
     assert client.pool.size == 1
