@@ -41,6 +41,8 @@ PAIRS: dict[str, str] = {
     "src/fastlock/cluster/sentinel_aio.py": "src/fastlock/cluster/sentinel.py",
     "src/fastlock/aio/queue.py": "src/fastlock/queues/queue.py",
     "src/fastlock/aio/access.py": "src/fastlock/sync/access.py",
+    "src/fastlock/aio/lock.py": "src/fastlock/locks/lock.py",
+    "src/fastlock/aio/manager.py": "src/fastlock/locks/manager.py",
     "src/fastlock/aio/script_calls.py": "src/fastlock/sync/script_calls.py",
 }
 """The async source -> the sync module written from it (paths from the repo root)."""
@@ -53,6 +55,7 @@ NAMES: dict[str, str] = {
     "AsyncLockManager": "LockManager",
     "AsyncLockQueueAccess": "LockQueueAccess",
     "AsyncQueue": "Queue",
+    "AsyncReaper": "Reaper",
     "AsyncRunner": "Runner",
     "AsyncScriptCalls": "ScriptCalls",
     "AsyncSentinelClient": "SentinelClient",
@@ -84,6 +87,7 @@ NAMES: dict[str, str] = {
 PHRASES: list[tuple[str, str]] = [
     ("<fastlock.cluster.AsyncClusterClient ", "<fastlock.ClusterClient "),
     ("<fastlock.cluster.AsyncSentinelClient ", "<fastlock.SentinelClient "),
+    ("<fastlock.aio.AsyncLockManager ", "<fastlock.LockManager "),
     ("Build it with ``await AsyncSentinelClient.connect(...)``.", "Built connected, its watcher started."),
     (":class:`fastlock.aio.Client`", ":class:`fastlock.Client`"),
     (":class:`~fastlock.aio.AsyncQueue`", ":class:`~fastlock.queues.queue.Queue`"),

@@ -7,12 +7,20 @@ from __future__ import annotations
 from collections.abc import Coroutine, Sequence
 from typing import Any, Protocol
 
-from ..exceptions import ArgumentError, ResponseError, ScriptNotRunError
+from ..exceptions import ArgumentError, ResponseError
 from ..operations import AsyncRunner
 from ..protocol.commands import refuse_connection_state
 from ..scripts.calling import ScriptSettings, meta_values, read_server_version
-from ..scripts.errors import lua_error
-from ..scripts.pipelined import NOT_RUN, last_run, pipelined_scripts, script_command, script_home, settle
+from ..scripts.pipelined import (
+    CallQueue,
+    ScriptBinding,
+    failed_calls,
+    raise_first,
+    script_command,
+    script_home,
+    settle,
+    unsent_reply,
+)
 from ..scripts.registry import Script, ScriptRegistry
 
 __all__ = ["AsyncScriptRunner", "BoundScript", "Pipeline"]
@@ -80,15 +88,10 @@ class Pipeline:
         if errors or queue.evals():
             settle(queue, replies, errors)
         if errors:
-            ran = last_run(replies)
-            for i in errors:
-                call = calls[i]
-                if call is not None:
-                    replies[i] = await self._script_reply(i, *call, replies[i], i > ran or allow_reorder)
-        if raise_on_error:
-            for i in errors:
-                if isinstance(replies[i], ResponseError):
-                    raise replies[i]
+            for i, call, again in failed_calls(queue, replies, errors, allow_reorder):
+                replies[i] = await self._script_reply(i, *call, replies[i], again)
+        if raise_on_error and errors:
+            raise_first(replies, errors)
         return replies
 
     async def _script_reply(
@@ -96,10 +99,9 @@ class Pipeline:
     ) -> Any:
         """The reply of pipelined call ``i`` of ``script`` that got error reply ``error``
         (``again``: it may be sent again)."""
-        if not isinstance(error, NOT_RUN):
-            return lua_error(error, script)
-        if not again:
-            return ScriptNotRunError(error.text, script=script.name, index=i)
+        reply = unsent_reply(i, script, error, again)
+        if reply is not None:
+            return reply
         try:
             return await self._runner.call(script.name, keys, args)
         except ResponseError as exc:
@@ -112,20 +114,16 @@ class Pipeline:
         self._commands, self._calls = [], []
 
 
-class _Sent:
+class _Sent(CallQueue):
     """The calls of a pipeline being sent: their commands (``EVALSHA``, or ``EVAL`` first for
     a script not seen loaded on its node) and the queue methods :func:`settle` reads."""
 
     def __init__(self, runner: AsyncScriptRunner, calls: list[tuple[Script, Any, Any] | None]) -> None:
-        self._runner = runner
-        self._calls = calls
-        self._homes: list[Any] = [None] * len(calls)
-        self._evals: list[int] = []
+        super().__init__(runner, calls, [None] * len(calls))
 
     async def prepare(self, commands: list[tuple[Any, ...] | None]) -> None:
         runner = self._runner
         settings = runner.script_settings
-        loaded = pipelined_scripts(runner)
         home_of = getattr(runner, "_script_home", None)
         for i, call in enumerate(self._calls):
             if call is None:
@@ -136,47 +134,23 @@ class _Sent:
                     await runner.run(read_server_version(settings))
                 args = [*args, *meta_values(script, settings)]
             home = script_home(await home_of(keys) if home_of is not None else (), script)
-            first = home is None or (home not in loaded and all(self._homes[j] != home for j in self._evals))
+            first = self.sent_as_eval(home)
             if first:
                 self._evals.append(i)
             self._homes[i] = home
             commands[i] = script_command(script, keys, args, first)
 
-    def call_at(self, i: int) -> tuple[Script, Any, Any] | None:
-        return self._calls[i]
 
-    def errors(self, replies: list[Any]) -> list[int]:
-        return [i for i, reply in enumerate(replies) if isinstance(reply, ResponseError)]
-
-    def evals(self) -> list[int]:
-        return self._evals
-
-    def set_loaded(self, i: int, loaded: bool) -> None:
-        home = self._homes[i]
-        if home is not None:
-            if loaded:
-                pipelined_scripts(self._runner).add(home)
-            else:
-                pipelined_scripts(self._runner).discard(home)
-
-
-class BoundScript:
+class BoundScript(ScriptBinding):
     """A script bound to an asyncio client: ``await bound(keys, args)`` is
     ``await client.call(bound.name, keys, args)``."""
 
     __slots__ = ("client", "script")
+    kind = "fastlock.aio.BoundScript"
 
     def __init__(self, client: AsyncRunner, script: Script) -> None:
         self.client = client
         self.script = script
-
-    @property
-    def name(self) -> str:
-        return self.script.name
-
-    @property
-    def sha(self) -> str:
-        return self.script.sha
 
     def __call__(
         self, keys: Sequence[Any] = (), args: Sequence[Any] = (), *, busy_timeout: float | None = None
@@ -184,6 +158,3 @@ class BoundScript:
         return self.client.call(
             self.script.name, keys, args, busy_timeout=busy_timeout
         )  # no frame of its own
-
-    def __repr__(self) -> str:
-        return f"<fastlock.aio.BoundScript {self.script.name} sha={self.script.sha[:12]}>"

@@ -1,7 +1,9 @@
-"""The blocking transport's lock: :class:`Lock`, a thin shell over :class:`~fastlock.locks.base.LockBase`.
+# generated from src/fastlock/aio/lock.py by tools/async_to_sync.py, do not edit
+"""The lock shell :class:`Lock`, thin over :class:`~fastlock.locks.base.LockBase`.
 
 Each method builds a call (or takes a plan), runs it on the manager's runner and parses the
-reply. acquire and release stay direct calls: the hot path makes no generator.
+reply. acquire and release stay direct calls on the blocking side: its hot path makes no
+generator. (The source of both shells: ``aio/lock.py``, see ``docs/architecture.md``.)
 """
 
 from __future__ import annotations
@@ -10,13 +12,13 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from ..exceptions import ConnectionError, LockConflictError, LockNotOwnedError
+from ..locks.base import EXECUTIONS, LockBase, lost_before_release
+from ..locks.conflict import Conflict
+from ..locks.keys import Scope
+from ..locks.replies import acquire_reply, token_reply
+from ..locks.types import Holder, LockInfo, check_job_id
+from ..locks.waiting import resend
 from ..operations import Call, Runner
-from .base import EXECUTIONS, LockBase, lost_before_release
-from .conflict import Conflict
-from .keys import Scope
-from .replies import acquire_reply, token_reply
-from .types import Holder, LockInfo, check_job_id
-from .waiting import resend
 
 __all__ = ["Lock"]
 
@@ -24,8 +26,19 @@ T = TypeVar("T")
 
 
 class Lock(LockBase[Runner]):
-    """A lock on one digest over a blocking runner (:class:`~fastlock.Client`); see
-    :class:`~fastlock.locks.base.LockBase` and ``docs/locks.md``."""
+    """A lock on one digest over a runner (:class:`~fastlock.operations.Runner`); see
+    :class:`~fastlock.locks.base.LockBase` and ``docs/locks.md``.
+
+    The default holder id is this object's in the calling thread, and on asyncio in the *task
+    that calls* ``acquire``, ``release`` or ``extend`` (resolved when the method is called, not
+    when its coroutine runs: ``asyncio.wait_for(lock.acquire(), 1)``, which runs it in another
+    task on Python 3.11, acts for the caller), so tasks sharing the object are distinct
+    holders. On asyncio a release without a job id from a task that took nothing through this
+    object, while another task holds the lock through it, raises ``LockNotOwnedError`` (hand a
+    lock over between tasks with a ``job_id``); conflict strategies receive an
+    :class:`~fastlock.locks.conflict.AsyncConflict` and may be coroutine functions (their
+    result is then awaited).
+    """
 
     __slots__ = ()
     _conflict_type = Conflict
@@ -116,7 +129,8 @@ class Lock(LockBase[Runner]):
         until_expired never releases; the while_executing types hold the runtime lock
         around ``fn`` (waiting up to ``timeout``); until_and_while_executing swaps the
         queue-time lock for the runtime lock in one script and re-locks if ``fn`` raises
-        (:data:`~fastlock.locks.base.EXECUTIONS`).
+        (:data:`~fastlock.locks.base.EXECUTIONS`). On asyncio ``fn`` is awaited (cancelling
+        it counts as raising).
         """
         if job_id.__class__ is not str or not job_id:  # a given str passes without a call
             check_job_id(job_id)
@@ -162,6 +176,8 @@ class Lock(LockBase[Runner]):
         return reply if type(reply) is int and reply > 0 else token_reply("lock_release", reply)
 
     def _resolved(self, side: str, scope: Scope, job_id: str, reply: list[Any], job: Any) -> Any:
-        """The side's strategy's result for this conflict (``None`` without one)."""
+        """The side's strategy's result for this conflict (``None`` without one; on asyncio
+        awaited if it is awaitable)."""
         found = self._resolve(side, scope, job_id, reply, job)
-        return None if found is None else found[0](found[1])
+        result = None if found is None else found[0](found[1])
+        return result

@@ -1,20 +1,21 @@
-"""``LockManager``: a lock namespace (key layout in :mod:`fastlock.locks.keys`, options), its
-locks, its reaper and its admin (the operations of :mod:`fastlock.locks.admin`)."""
+# generated from src/fastlock/aio/manager.py by tools/async_to_sync.py, do not edit
+"""``LockManager``: a lock namespace (key layout in :mod:`fastlock.locks.keys`, options),
+its locks, its reaper and its admin (the operations of :mod:`fastlock.locks.admin`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from ..locks import admin
+from ..locks.base import new_lock
+from ..locks.conflict import StrategySpec
+from ..locks.keys import ChangelogEntry, LockEntry, Scope
+from ..locks.namespace import Namespace
+from ..locks.types import TTL_REQUIRED, Holder, LockType
 from ..operations import Runner
-from . import admin
-from .base import new_lock
-from .conflict import StrategySpec
-from .keys import ChangelogEntry, LockEntry, Scope
 from .lock import Lock
-from .namespace import Namespace
 from .reaper import Reaper
-from .types import TTL_REQUIRED, Holder, LockType
 
 __all__ = ["LockManager"]
 
@@ -28,8 +29,10 @@ class LockManager(Namespace[Runner]):
     ZREM per last release); ``fencing`` hands out tokens from the per-bucket counter (one
     INCR per acquire; off, every token is 1); ``max_history`` > 0 writes a per-bucket
     changelog stream of that length (one XADD per transition). ``strategies`` adds or
-    replaces conflict strategies by name (:mod:`fastlock.locks.conflict`). At its first use the
-    manager reads the server's ``maxmemory-policy``: ``allkeys-*`` is refused (``LockError``).
+    replaces conflict strategies by name (:mod:`fastlock.locks.conflict`; on asyncio the
+    ``replace`` strategy awaits its steps: :data:`~fastlock.locks.conflict.ASYNC_STRATEGIES`).
+    At its first use the manager reads the server's ``maxmemory-policy``: ``allkeys-*`` is
+    refused (``LockError``).
     """
 
     # --- locks ------------------------------------------------------------------------

@@ -11,13 +11,26 @@ entries). A call not run (:data:`NOT_RUN`) is sent again only when nothing after
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, Protocol
+from collections.abc import Iterator, Sequence
+from typing import Any, ClassVar, Protocol
 
-from ..exceptions import BusyError, LuaCompileError, LuaError, NoScriptError, ResponseError
+from ..exceptions import BusyError, LuaCompileError, LuaError, NoScriptError, ResponseError, ScriptNotRunError
+from .errors import lua_error
 from .registry import Script
 
-__all__ = ["NOT_RUN", "last_run", "pipelined_scripts", "script_command", "script_home", "settle"]
+__all__ = [
+    "NOT_RUN",
+    "CallQueue",
+    "ScriptBinding",
+    "failed_calls",
+    "last_run",
+    "pipelined_scripts",
+    "raise_first",
+    "script_command",
+    "script_home",
+    "settle",
+    "unsent_reply",
+]
 
 NOT_RUN = (NoScriptError, BusyError)
 """Error replies of a script call (or a command) the server did not run."""
@@ -82,3 +95,90 @@ def last_run(replies: list[Any]) -> int:
         if not isinstance(replies[i], NOT_RUN):
             return i
     return -1
+
+
+def failed_calls(
+    queue: _Queue, replies: list[Any], errors: list[int], allow_reorder: bool
+) -> Iterator[tuple[int, tuple[Script, Any, Any], bool]]:
+    """The script calls among the error replies ``errors`` (not empty): ``(index, (script,
+    keys, args), whether it may be sent again)``: when nothing after it ran, or ``allow_reorder``."""
+    ran = last_run(replies)
+    for i in errors:
+        call = queue.call_at(i)
+        if call is not None:
+            yield i, call, i > ran or allow_reorder
+
+
+def unsent_reply(i: int, script: Script, error: ResponseError, again: bool) -> Any:
+    """The reply of pipelined call ``i`` of ``script`` that got ``error`` (``again``: it may be
+    sent again): its :class:`~fastlock.LuaError` report, a :class:`~fastlock.ScriptNotRunError`
+    when it was not run and may not be sent again, or ``None``: send it again."""
+    if not isinstance(error, NOT_RUN):
+        return lua_error(error, script)
+    if not again:
+        return ScriptNotRunError(error.text, script=script.name, index=i)
+    return None
+
+
+def raise_first(replies: list[Any], errors: list[int]) -> None:
+    """Raise the first error reply left among ``errors`` (a script call's may have been replaced)."""
+    for i in errors:
+        if isinstance(replies[i], ResponseError):
+            raise replies[i]
+
+
+class CallQueue:
+    """The calls of a pipeline on a runner without the core's ``Batch`` (both transports):
+    per entry its ``(script, keys, args)`` (``None``: a command) and where it loads (its
+    home, :func:`script_home`), the indices of the calls sent as ``EVAL``; the queue methods
+    :func:`settle` and :func:`failed_calls` read."""
+
+    def __init__(self, runner: Any, calls: list[tuple[Script, Any, Any] | None], homes: list[Any]) -> None:
+        self._runner = runner
+        self._calls = calls
+        self._homes = homes
+        self._evals: list[int] = []
+
+    def sent_as_eval(self, home: tuple[Any, str] | None) -> bool:
+        """Whether the next call to ``home`` is an ``EVAL`` (not seen loaded there, by the
+        runner's pipelines or an earlier ``EVAL`` of this one)."""
+        return home is None or (
+            home not in pipelined_scripts(self._runner) and all(self._homes[i] != home for i in self._evals)
+        )
+
+    def call_at(self, i: int) -> tuple[Script, Any, Any] | None:
+        return self._calls[i]
+
+    def errors(self, replies: list[Any]) -> list[int]:
+        return [i for i, reply in enumerate(replies) if isinstance(reply, ResponseError)]
+
+    def evals(self) -> list[int]:
+        return list(self._evals)
+
+    def set_loaded(self, i: int, loaded: bool) -> None:
+        home = self._homes[i]
+        if home is not None:
+            if loaded:
+                pipelined_scripts(self._runner).add(home)
+            else:
+                pipelined_scripts(self._runner).discard(home)
+
+
+class ScriptBinding:
+    """What both transports' ``BoundScript`` say of the script they bind: its name and sha."""
+
+    __slots__ = ()
+    script: Script
+    kind: ClassVar[str]
+    """The class as ``repr`` names it."""
+
+    @property
+    def name(self) -> str:
+        return self.script.name
+
+    @property
+    def sha(self) -> str:
+        return self.script.sha
+
+    def __repr__(self) -> str:
+        return f"<{self.kind} {self.script.name} sha={self.script.sha[:12]}>"

@@ -13,15 +13,19 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from .._impl import CoreBatch
-from ..exceptions import (
-    ArgumentError,
-    ResponseError,
-    ScriptNotRunError,
-)
+from ..exceptions import ArgumentError, ResponseError
 from ..operations import Runner
 from ..protocol.commands import refuse_connection_state
-from ..scripts.errors import lua_error
-from ..scripts.pipelined import NOT_RUN, last_run, pipelined_scripts, script_command, script_home, settle
+from ..scripts.pipelined import (
+    CallQueue,
+    ScriptBinding,
+    failed_calls,
+    raise_first,
+    script_command,
+    script_home,
+    settle,
+    unsent_reply,
+)
 from ..scripts.registry import Script, ScriptRegistry
 
 __all__ = ["BoundScript", "CommandList", "Pipeline", "ScriptRunner"]
@@ -100,17 +104,12 @@ class Pipeline:
             if errors or batch.evals():
                 settle(batch, replies, errors)
             if errors:
-                ran = last_run(replies)
-                for i in errors:
-                    call = batch.call_at(i)
-                    if call is not None:
-                        replies[i] = self._script_reply(i, *call, replies[i], i > ran or allow_reorder)
+                for i, call, again in failed_calls(batch, replies, errors, allow_reorder):
+                    replies[i] = self._script_reply(i, *call, replies[i], again)
         finally:
             batch.clear()
-        if raise_on_error:
-            for i in errors:
-                if isinstance(replies[i], ResponseError):
-                    raise replies[i]
+        if raise_on_error and errors:
+            raise_first(replies, errors)
         return replies
 
     def _script_reply(
@@ -118,10 +117,9 @@ class Pipeline:
     ) -> Any:
         """The reply of pipelined call ``i`` of ``script`` that got error reply ``error``
         (``again``: it may be sent again)."""
-        if not isinstance(error, NOT_RUN):
-            return lua_error(error, script)
-        if not again:
-            return ScriptNotRunError(error.text, script=script.name, index=i)
+        reply = unsent_reply(i, script, error, again)
+        if reply is not None:
+            return reply
         try:
             return self._runner.call(script.name, keys, args)
         except ResponseError as exc:
@@ -134,7 +132,7 @@ class Pipeline:
         self._batch.clear()
 
 
-class CommandList:
+class CommandList(CallQueue):
     """A pipeline's queue on any :class:`ScriptRunner`: commands as tuples, a script call as
     its ``EVALSHA`` command (the meta values appended; ``EVAL`` for the first call of a script
     not seen loaded where it goes, see :func:`script_command`), sent by
@@ -142,12 +140,9 @@ class CommandList:
     ``command`` returning ``owner``."""
 
     def __init__(self, runner: ScriptRunner, owner: Any) -> None:
-        self._runner = runner
+        super().__init__(runner, [], [])
         self._owner = owner
         self.commands: list[tuple[Any, ...]] = []
-        self._calls: list[tuple[Script, Any, Any] | None] = []
-        self._homes: list[Any] = []
-        self._evals: list[int] = []
 
     def __len__(self) -> int:
         return len(self.commands)
@@ -160,9 +155,7 @@ class CommandList:
         sent = runner._with_meta(script, args) if script.meta else args
         home_of = getattr(runner, "_script_home", None)
         home = script_home(home_of(keys) if home_of is not None else (), script)
-        first = home is None or (
-            home not in pipelined_scripts(runner) and all(self._homes[i] != home for i in self._evals)
-        )
+        first = self.sent_as_eval(home)
         if first:
             self._evals.append(len(self.commands))
         self.commands.append(script_command(script, keys, sent, first))
@@ -176,23 +169,6 @@ class CommandList:
         self._homes.append(None)
         return self._owner
 
-    def call_at(self, i: int) -> tuple[Script, Any, Any] | None:
-        return self._calls[i]
-
-    def errors(self, replies: list[Any]) -> list[int]:
-        return [i for i, reply in enumerate(replies) if isinstance(reply, ResponseError)]
-
-    def evals(self) -> list[int]:
-        return list(self._evals)
-
-    def set_loaded(self, i: int, loaded: bool) -> None:
-        home = self._homes[i]
-        if home is not None:
-            if loaded:
-                pipelined_scripts(self._runner).add(home)
-            else:
-                pipelined_scripts(self._runner).discard(home)
-
     def clear(self) -> None:
         self.commands, self._calls, self._homes, self._evals = [], [], [], []
 
@@ -201,7 +177,7 @@ def _execute_many(runner: Runner) -> Callable[[Any], list[Any]]:
     return lambda queue: runner.execute_many(queue.commands)
 
 
-class BoundScript(functools.partial[Any]):
+class BoundScript(ScriptBinding, functools.partial[Any]):
     """A script bound to a client: ``bound(keys=(), args=(), *, busy_timeout=None)`` is
     ``client.call(bound.name, keys, args, busy_timeout=busy_timeout)``. It is that call with
     the name bound (a :func:`functools.partial` of the client's ``call``), so no Python frame
@@ -210,20 +186,10 @@ class BoundScript(functools.partial[Any]):
     __slots__ = ("client", "script")
     client: Runner
     script: Script
+    kind = "fastlock.BoundScript"
 
     def __new__(cls, client: Runner, script: Script) -> BoundScript:
         bound = super().__new__(cls, client.call, script.name)
         bound.client = client
         bound.script = script
         return bound
-
-    @property
-    def name(self) -> str:
-        return self.script.name
-
-    @property
-    def sha(self) -> str:
-        return self.script.sha
-
-    def __repr__(self) -> str:
-        return f"<fastlock.BoundScript {self.script.name} sha={self.script.sha[:12]}>"

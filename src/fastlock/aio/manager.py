@@ -1,0 +1,138 @@
+"""``AsyncLockManager``: a lock namespace (key layout in :mod:`fastlock.locks.keys`, options),
+its locks, its reaper and its admin (the operations of :mod:`fastlock.locks.admin`)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator, Mapping
+from typing import Any
+
+from ..locks import admin
+from ..locks.base import new_lock
+from ..locks.conflict import StrategySpec
+from ..locks.keys import ChangelogEntry, LockEntry, Scope
+from ..locks.namespace import Namespace
+from ..locks.types import TTL_REQUIRED, Holder, LockType
+from ..operations import AsyncRunner
+from .lock import AsyncLock
+from .reaper import AsyncReaper
+
+if True:  # ASYNC
+    from ..locks.conflict import ASYNC_STRATEGIES
+
+__all__ = ["AsyncLockManager"]
+
+
+class AsyncLockManager(Namespace[AsyncRunner]):
+    """A lock namespace on one client (any :class:`~fastlock.operations.AsyncRunner`).
+
+    ``prefix`` and ``buckets`` fix the key layout (every process of a deployment must use
+    the same ones); ``hash`` the digest function (:mod:`fastlock.digest`). ``track`` keeps
+    the per-bucket index that admin and the reaper walk (one ZADD per first holder, one
+    ZREM per last release); ``fencing`` hands out tokens from the per-bucket counter (one
+    INCR per acquire; off, every token is 1); ``max_history`` > 0 writes a per-bucket
+    changelog stream of that length (one XADD per transition). ``strategies`` adds or
+    replaces conflict strategies by name (:mod:`fastlock.locks.conflict`; on asyncio the
+    ``replace`` strategy awaits its steps: :data:`~fastlock.locks.conflict.ASYNC_STRATEGIES`).
+    At its first use the manager reads the server's ``maxmemory-policy``: ``allkeys-*`` is
+    refused (``LockError``).
+    """
+
+    if True:  # ASYNC
+        default_strategies = ASYNC_STRATEGIES
+
+    # --- locks ------------------------------------------------------------------------
+
+    def lock(
+        self,
+        name: str | None = None,
+        *,
+        digest: str | None = None,
+        queue: str | None = None,
+        args: Any = None,
+        type: str | LockType = LockType.UNTIL_EXECUTED,  # noqa: A002 - the public keyword is type=
+        ttl: float | None = TTL_REQUIRED,
+        timeout: float = 0.0,
+        limit: int = 1,
+        job_id: str | None = None,
+        on_conflict: StrategySpec | Mapping[str, StrategySpec] = None,
+    ) -> AsyncLock:
+        """A lock on ``digest``, or on the digest of (``name``, ``queue``, ``args``); the other
+        options are :class:`AsyncLock`'s (checked there; the common ones by the Cython core, which
+        builds the same lock without the class call: :func:`~fastlock.locks.base.new_lock`)."""
+        digest = self.lock_digest(name, digest, queue, args)
+        return new_lock(AsyncLock, self, digest, name, type, ttl, timeout, limit, job_id, on_conflict)
+
+    def reaper(self, **options: Any) -> AsyncReaper:
+        """A :class:`~fastlock.locks.reaper.Reaper` for this namespace (options: see there)."""
+        return AsyncReaper(self, **options)
+
+    # --- key layout -------------------------------------------------------------------
+
+    async def entry_scope(self, entry: LockEntry) -> Scope:
+        """The keys of a tracked scope."""
+        return await self.runner.run(admin.entry_scope(self, entry))
+
+    # --- admin (bounded per call) -----------------------------------------------------
+
+    async def scan(
+        self, cursor: str = "0", *, match: str | None = None, count: int = 100
+    ) -> tuple[str, list[LockEntry]]:
+        """One page of tracked lock scopes: ``(next_cursor, entries)``; ``"0"`` ends the walk.
+
+        ``match`` is a glob on the scope (``<digest>`` or ``<digest>:run``). A call reads at
+        most ``count`` index entries from at most 256 buckets, so a page may be short or
+        empty. Entries present for the whole walk are returned exactly once."""
+        return await self.runner.run(admin.scan(self, cursor, match, count))
+
+    async def page(self, bucket: int, after: str, count: int) -> list[LockEntry]:
+        """Up to ``count`` index entries of ``bucket`` after member ``after`` ("": from the start)."""
+        return await self.runner.run(admin.page(self, bucket, after, count))
+
+    if True:  # ASYNC: an async generator has no yield from
+
+        async def entries(self, *, match: str | None = None, count: int = 100) -> AsyncIterator[LockEntry]:
+            """Every tracked lock scope, page by page (each page a bounded :meth:`scan`)."""
+            cursor = "0"
+            while True:
+                cursor, found = await self.scan(cursor, match=match, count=count)
+                for entry in found:
+                    yield entry
+                if cursor == "0":
+                    return
+
+    else:
+
+        def entries(self, *, match: str | None = None, count: int = 100) -> Iterator[LockEntry]:
+            """Every tracked lock scope, page by page (each page a bounded :meth:`scan`)."""
+            cursor = "0"
+            while True:
+                cursor, found = self.scan(cursor, match=match, count=count)
+                yield from found
+                if cursor == "0":
+                    return
+
+    async def limit_of(self, digest: str, runtime: bool = False) -> int | None:
+        """The limit recorded in the index for a tracked scope (``None``: not tracked)."""
+        return await self.runner.run(admin.limit_of(self, digest, runtime))
+
+    async def inspect(self, digest: str, *, runtime: bool = False, limit: int | None = None) -> list[Holder]:
+        """Holders of a digest's scope; ``limit`` defaults to the one tracked (else 1)."""
+        return await self.runner.run(admin.inspect(self, digest, runtime, limit))
+
+    async def delete(self, digest: str, *, limit: int | None = None) -> int:
+        """Delete a digest's locks (both scopes) whoever holds them; wakes their waiters.
+        Returns the number of holders removed. ``limit`` defaults to the tracked one (else 1)."""
+        return await self.runner.run(admin.delete(self, digest, limit))
+
+    async def delete_matching(self, match: str, cursor: str = "0", *, count: int = 100) -> tuple[str, int]:
+        """Delete the tracked scopes whose name matches the glob ``match``, one bounded page
+        per call: ``(next_cursor, holders removed)``; call again until the cursor is ``"0"``."""
+        return await self.runner.run(admin.delete_matching(self, match, cursor, count))
+
+    async def changelog(self, digest: str, *, count: int = 100) -> list[ChangelogEntry]:
+        """The digest's changelog entries, newest first, among the newest ``count`` entries of
+        its bucket's stream (empty unless ``max_history`` > 0)."""
+        return await self.runner.run(admin.changelog(self, digest, count))
+
+    def __repr__(self) -> str:
+        return f"<fastlock.aio.AsyncLockManager prefix={self.prefix!r} buckets={self.buckets}>"
