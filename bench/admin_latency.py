@@ -25,8 +25,8 @@ from collections.abc import Callable
 import fastlock
 from fastlock.queues.admin import STATES
 from fastlock.queues.queue import Queue
-from fastlock.testing.costs import command_calls
 from fastlock.testing.servers import TempServer
+from fastlock.tools.costs import command_calls
 
 
 def server_usec(client: fastlock.Client) -> dict[str, float]:

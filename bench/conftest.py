@@ -26,10 +26,10 @@ import pytest
 from gate import FLOOR_RETRIED, TRIES, PairResult, Side, measure_pair
 
 from fastlock import Client
-from fastlock.testing.costs import command_calls
 from fastlock.testing.servers import TempServer
 from fastlock.tools.bench import Figures, SameBytes, Timing, pin, time_loop
 from fastlock.tools.c_floor import FLOOR_RETRIES, CFloorError, c_floor_command, load_floor_script, run_c_floor
+from fastlock.tools.costs import command_calls
 from fastlock.tools.floor import build_replay
 
 REGIME = os.environ.get("FASTLOCK_BENCH_REGIME", "same")
@@ -100,7 +100,7 @@ def replay(tmp_path_factory: Any) -> str | None:
 def measure(benchmark: Any, server_url: str, replay: str | None) -> Callable[..., Figures]:
     """``measure(name, op, ops=N, rounds=5, cost=client, clients=[...], same_bytes=setup)``:
     time ``rounds`` loops of ``ops`` calls of ``op`` under pytest-benchmark (GC off); with
-    ``cost``, also count server commands and round trips per op (``fastlock.testing.costs``);
+    ``cost``, also count server commands and round trips per op (``fastlock.tools.costs``);
     with ``same_bytes`` (``setup(client)`` returning the same operation on a new client), also
     its same-bytes floor, replayed from C and Python before each round (``SameBytes``)."""
 

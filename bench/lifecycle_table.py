@@ -12,8 +12,8 @@ import argparse
 import contextlib
 
 import fastlock
-from fastlock.testing.costs import measure_lifecycles, measure_options
 from fastlock.testing.servers import TempServer
+from fastlock.tools.costs import measure_lifecycles, measure_options
 
 
 def tables(client: fastlock.Client, operations: int) -> str:

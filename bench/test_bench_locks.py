@@ -18,8 +18,8 @@ from gate import PairResult, Side, loop_side
 
 import fastlock
 from fastlock.locks.types import LockType
-from fastlock.testing.costs import lifecycle
 from fastlock.tools.bench import Figures
+from fastlock.tools.costs import lifecycle
 
 OPS, GATE_OPS = 3_000, 500
 BUDGETS = BUDGETS_TOML["lock"]

@@ -20,8 +20,8 @@ import fastlock
 import fastlock.queues.outcomes
 from fastlock.aio import AsyncQueue, AsyncWorker, Client
 from fastlock.queues.jobs import Job, QueueStats
-from fastlock.testing.costs import command_calls
 from fastlock.testing.servers import TempServer, free_port
+from fastlock.tools.costs import command_calls
 
 Run = Callable[[Coroutine[Any, Any, Any]], Any]
 """The ``run`` fixture (tests/aio/conftest.py): a coroutine's result, run on a fresh loop."""

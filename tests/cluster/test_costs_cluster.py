@@ -10,8 +10,8 @@ from pathlib import Path
 import fastlock
 from fastlock.cluster import ClusterClient
 from fastlock.testing.cluster import TempCluster
-from fastlock.testing.costs import lifecycle
 from fastlock.testing.raw import bulk_text
+from fastlock.tools.costs import lifecycle
 
 BUDGETS = tomllib.loads((Path(__file__).parents[2] / "bench" / "budgets.toml").read_text())["lock"]
 OPERATIONS = 30

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import fastlock
-from fastlock.testing.costs import lifecycle, measure_lifecycles
+from fastlock.tools.costs import lifecycle, measure_lifecycles
 
 BUDGETS = tomllib.loads((Path(__file__).parents[2] / "bench" / "budgets.toml").read_text())["lock"]
 OPERATIONS = 30

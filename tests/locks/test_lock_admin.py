@@ -6,7 +6,7 @@ from __future__ import annotations
 import fastlock
 from fastlock.locks.admin import BUCKETS_PER_CALL
 from fastlock.queues.jobs import Unique
-from fastlock.testing.costs import measure_cost
+from fastlock.tools.costs import measure_cost
 
 
 def test_each_page_of_a_walk_is_bounded(client: fastlock.Client) -> None:

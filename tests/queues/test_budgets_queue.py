@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import fastlock
-from fastlock.testing.costs import measure_cost
+from fastlock.tools.costs import measure_cost
 
 BUDGETS = tomllib.loads((Path(__file__).parents[2] / "bench" / "budgets.toml").read_text())["queue"]
 BATCH = {"unbatched": 1, "batched_10": 10, "batched_100": 100}

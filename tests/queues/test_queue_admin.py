@@ -16,7 +16,7 @@ from fastlock.exceptions import ArgumentTypeError
 from fastlock.queues.admin import PREVIEW, Cancelled, UniqueLock, cancelled, job_info, page
 from fastlock.queues.jobs import QueueStats, Unique
 from fastlock.queues.queue import Queue
-from fastlock.testing.costs import measure_cost
+from fastlock.tools.costs import measure_cost
 
 LUA = Path(__file__).resolve().parents[2] / "lua"
 

@@ -14,8 +14,8 @@ import fastlock
 from fastlock.queues.jobs import Job, QueueStats
 from fastlock.queues.queue import Queue
 from fastlock.queues.worker import Worker
-from fastlock.testing.costs import command_calls
 from fastlock.testing.servers import TempServer, free_port
+from fastlock.tools.costs import command_calls
 
 
 @pytest.fixture

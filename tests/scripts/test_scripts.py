@@ -14,8 +14,8 @@ import pytest
 
 import fastlock
 from fastlock.scripts.calling import kill_busy_script
-from fastlock.testing.costs import command_calls, measure_cost
 from fastlock.testing.servers import ExternalServer, TempServer
+from fastlock.tools.costs import command_calls, measure_cost
 
 LUA = Path(__file__).parents[1] / "lua"
 CHECKS = str(LUA / "shared" / "_checks.lua")

@@ -269,7 +269,7 @@ def test_blocking_command_outlives_the_socket_timeout(redis_url: str, impl: str)
 
 
 def test_measure_cost_counts_inner_commands_and_round_trips(client: fastlock.Client) -> None:
-    from fastlock.testing.costs import measure_cost
+    from fastlock.tools.costs import measure_cost
 
     script = client.register_script("redis.call('SET', KEYS[1], 1) return redis.call('GET', KEYS[1])")
     script(keys=["k"])

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 import fastlock
-from fastlock.testing.costs import command_calls
 from fastlock.testing.proxy import TcpProxy
+from fastlock.tools.costs import command_calls
 
 pytestmark = pytest.mark.fault
 

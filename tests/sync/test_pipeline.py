@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import fastlock
-from fastlock.testing.costs import command_calls
+from fastlock.tools.costs import command_calls
 
 COUNT = "redis.call('INCR', KEYS[1]) return {KEYS[1], ARGV[1]}"
 FAIL_AFTER_WRITE = "redis.call('INCR', KEYS[1]) error('no luck')"

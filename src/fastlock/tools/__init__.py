@@ -1,1 +1,2 @@
-"""The command line, benchmarks and workloads (never imported by the runtime)."""
+"""The command line, benchmarks and workloads, and what they measure with: cost counters
+(:mod:`.costs`), the callgrind runner, the same-bytes floor (never imported by the runtime)."""

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..testing.costs import measure_cost
+from .costs import measure_cost
 
 if TYPE_CHECKING:
     from ..sync.client import Client

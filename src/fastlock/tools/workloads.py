@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 from ..locks.types import LockType
 from ..queues.jobs import Batch, Job
 from ..queues.queue import Queue
-from ..testing.costs import lifecycle
 from .bench import EVALSHA_ARGS, EVALSHA_KEYS, EVALSHA_SCRIPT, Workload
+from .costs import lifecycle
 
 if TYPE_CHECKING:
     from ..sync.client import Client
