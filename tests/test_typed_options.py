@@ -18,7 +18,7 @@ import fastlock
 from fastlock.locks.lock import Lock
 from fastlock.locks.options import LockOptions
 from fastlock.locks.types import TTL_REQUIRED
-from fastlock.queues.calls import QueueBase, QueueOptions
+from fastlock.queues.base import QueueBase, QueueOptions
 
 SRC = Path(fastlock.__file__).resolve().parents[1]
 # mypy does not see an editable install's import hook: point it at the source tree. An

@@ -10,7 +10,7 @@ import pytest
 import fastlock
 import fastlock.queues.outcomes
 import fastlock.queues.policy
-from fastlock.queues.calls import QueueBase
+from fastlock.queues.base import QueueBase
 from fastlock.queues.jobs import Batch, Job, Member
 from fastlock.queues.policy import MAX_RECOVER_CALLS, Act, Leases, WorkerBase
 

@@ -12,7 +12,7 @@ import pytest
 import fastlock
 from fastlock.digest import Digester
 from fastlock.protocol.slots import same_slot
-from fastlock.queues.calls import MAX_BATCH
+from fastlock.queues.base import MAX_BATCH
 from fastlock.queues.jobs import QueueStats, Unique
 from fastlock.queues.queue import Queue
 

@@ -11,7 +11,7 @@ import pytest
 
 import fastlock
 from fastlock.protocol.slots import same_slot
-from fastlock.queues.calls import MAX_BATCH
+from fastlock.queues.base import MAX_BATCH
 from fastlock.queues.jobs import Job, Member, Unique
 from fastlock.queues.queue import Queue
 from fastlock.queues.worker import Worker

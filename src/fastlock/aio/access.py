@@ -7,7 +7,7 @@ import functools
 from typing import Any, Unpack
 
 from ..locks.options import LockOptions
-from ..queues.calls import QueueOptions
+from ..queues.base import QueueOptions
 
 if True:  # ASYNC
     from .locks import AsyncLock, AsyncLockManager
@@ -27,7 +27,7 @@ class AsyncLockQueueAccess:
     def queue(self, name: str, **options: Unpack[QueueOptions]) -> AsyncQueue:
         """A job queue on this client: ``options`` go to :class:`~fastlock.aio.AsyncQueue`
         (``lease``, ``max_attempts``, ``backoff``, ``keep_completed``, ``digester``, ``prefix``;
-        typed by :class:`~fastlock.queues.calls.QueueOptions`, each checked before use)."""
+        typed by :class:`~fastlock.queues.base.QueueOptions`, each checked before use)."""
         return AsyncQueue(self, name, **options)  # type: ignore[arg-type] # a mixin of runners
 
     @functools.cached_property

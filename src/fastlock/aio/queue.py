@@ -9,7 +9,7 @@ again after its lease is lost, so its external effects should be idempotent or f
 ``job.token``. Layout, costs and semantics: ``docs/queues.md``.
 
 Each method is three parts written once for every transport: the arguments from
-:class:`~fastlock.queues.calls.QueueBase`, one runner call (or ``runner.run`` of an
+:class:`~fastlock.queues.base.QueueBase`, one runner call (or ``runner.run`` of an
 operation of several calls), and a reply parser of :mod:`~fastlock.queues.jobs`.
 
 ``aio/queue.py``, the asyncio queue, is the source of the sync ``queues/queue.py``:
@@ -22,7 +22,7 @@ from collections.abc import Iterable, Sequence
 
 from ..operations import AsyncRunner
 from ..queues import admin
-from ..queues.calls import MAX_BATCH, QueueBase, enqueue_batches, extend_batches, recover_rounds
+from ..queues.base import MAX_BATCH, QueueBase, enqueue_batches, extend_batches, recover_rounds
 from ..queues.jobs import (
     Batch,
     DeadJob,

@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 from ..exceptions import ArgumentError, ArgumentTypeError
 from ..operations import Command, Commands, Operation
-from .calls import MAX_BATCH, checked_int
+from .base import MAX_BATCH, checked_int
 from .jobs import Member, command_replies, unexpected
 
 __all__ = [

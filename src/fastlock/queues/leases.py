@@ -18,7 +18,7 @@ from ..exceptions import (
     PoolTimeoutError,
     ReadOnlyError,
 )
-from .calls import QueueBase
+from .base import QueueBase
 from .jobs import Job
 
 __all__ = ["LOG_EVERY", "TRANSIENT", "Leases", "Warnings"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import traceback
 
 from ..protocol.arguments import duration_ms
-from .calls import ERROR_LIMIT
+from .base import ERROR_LIMIT
 
 __all__ = ["DeadLetter", "JobTimeout", "Retry", "error_text"]
 
@@ -36,7 +36,7 @@ class JobTimeout(Exception):
 
 def error_text(exc: BaseException) -> str:
     """A failed job's error: ``"ExcType: message"`` on the first line, then the traceback's
-    last frames, at most :data:`~fastlock.queues.calls.ERROR_LIMIT` characters in all."""
+    last frames, at most :data:`~fastlock.queues.base.ERROR_LIMIT` characters in all."""
     head = f"{type(exc).__name__}: {exc}"[: ERROR_LIMIT // 4]
     if exc.__traceback__ is None:
         return head

@@ -28,7 +28,7 @@ from typing import Any, Generic, NamedTuple, Protocol, TypedDict, TypeVar
 
 from ..exceptions import ArgumentTypeError, LeaseLost
 from ..protocol.arguments import duration_ms
-from .calls import MAX_BATCH, MAX_COUNT, QueueBase, checked_int
+from .base import MAX_BATCH, MAX_COUNT, QueueBase, checked_int
 from .jobs import Batch, Job
 from .leases import TRANSIENT, Leases, Warnings
 from .outcomes import DeadLetter, JobTimeout, Retry, error_text

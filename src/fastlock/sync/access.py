@@ -10,7 +10,7 @@ from typing import Any, Unpack
 from ..locks.lock import Lock
 from ..locks.manager import LockManager
 from ..locks.options import LockOptions
-from ..queues.calls import QueueOptions
+from ..queues.base import QueueOptions
 from ..queues.queue import Queue
 
 __all__ = ["LockQueueAccess"]
@@ -23,7 +23,7 @@ class LockQueueAccess:
     def queue(self, name: str, **options: Unpack[QueueOptions]) -> Queue:
         """A job queue on this client: ``options`` go to :class:`~fastlock.queues.queue.Queue`
         (``lease``, ``max_attempts``, ``backoff``, ``keep_completed``, ``digester``, ``prefix``;
-        typed by :class:`~fastlock.queues.calls.QueueOptions`, each checked before use)."""
+        typed by :class:`~fastlock.queues.base.QueueOptions`, each checked before use)."""
         return Queue(self, name, **options)  # type: ignore[arg-type] # a mixin of runners
 
     @functools.cached_property

@@ -9,7 +9,7 @@ import pytest
 
 import fastlock
 from fastlock.operations import Call
-from fastlock.queues.calls import MAX_BATCH, QueueBase, enqueue_batches, extend_batches, recover_rounds
+from fastlock.queues.base import MAX_BATCH, QueueBase, enqueue_batches, extend_batches, recover_rounds
 from fastlock.queues.jobs import Job, Member, Recovered
 
 
