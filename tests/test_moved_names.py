@@ -24,3 +24,11 @@ def test_an_old_module_path_warns_and_hands_out_the_same_object(old: str, new: s
             assert getattr(moved, name) is getattr(home, name)
     with pytest.raises(AttributeError):
         moved.no_such_name  # noqa: B018
+
+
+def test_the_asyncio_client_has_the_name_of_its_neighbours() -> None:
+    import fastlock
+    import fastlock.aio
+
+    assert fastlock.aio.AsyncClient is fastlock.aio.Client is fastlock.AsyncClient
+    assert "AsyncClient" in fastlock.aio.__all__

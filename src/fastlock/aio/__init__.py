@@ -1,7 +1,7 @@
-"""fastlock on asyncio: :class:`Client` (also ``fastlock.AsyncClient``), an
-:class:`~fastlock.operations.AsyncRunner` with automatic pipelining and cancellation safety,
-and the locks, queue and worker over it (:class:`AsyncLock`, :class:`AsyncLockManager`,
-:class:`AsyncReaper`, :class:`AsyncQueue`, :class:`AsyncWorker`)."""
+"""fastlock on asyncio: :class:`AsyncClient` (also ``fastlock.AsyncClient``; ``Client`` is the
+same class under its first name), an :class:`~fastlock.operations.AsyncRunner` with automatic
+pipelining and cancellation safety, and the locks, queue and worker over it (:class:`AsyncLock`,
+:class:`AsyncLockManager`, :class:`AsyncReaper`, :class:`AsyncQueue`, :class:`AsyncWorker`)."""
 
 from .client import Client
 from .locks import AsyncLock, AsyncLockManager, AsyncReaper
@@ -9,7 +9,10 @@ from .pipeline import BoundScript, Pipeline
 from .queue import AsyncQueue
 from .worker import AsyncWorker
 
+AsyncClient = Client
+
 __all__ = [
+    "AsyncClient",
     "AsyncLock",
     "AsyncLockManager",
     "AsyncQueue",
