@@ -6,29 +6,29 @@
 -- the search windows: deeper in a long backlog) or 'missing' (no such job).
 -- #include "shared/_queue_find.lua"
 local id, window = ARGV[1], tonumber(ARGV[2])
-if redis.call('ZSCORE', K_DEAD, id) then
-  return {0, 'dead'}
+if redis.call("ZSCORE", K_DEAD, id) then
+  return {0, "dead"}
 end
-if id == DATA_PIN or redis.call('HEXISTS', K_DATA, id) == 0 then
-  return {0, 'missing'}
+if id == DATA_PIN or redis.call("HEXISTS", K_DATA, id) == 0 then
+  return {0, "missing"}
 end
 local kind, word, _, side = find_job(id, window)
 if not kind then
-  return {0, 'queued'}
-elseif kind == 'active' then
-  return {0, 'active'}
-elseif kind == 'ready' then
-  redis.call('LREM', K_READY, side, word)
-elseif kind == 'prio' then
-  redis.call('ZREM', K_PRIO, word)
-  kind = 'ready'
+  return {0, "queued"}
+elseif kind == "active" then
+  return {0, "active"}
+elseif kind == "ready" then
+  redis.call("LREM", K_READY, side, word)
+elseif kind == "prio" then
+  redis.call("ZREM", K_PRIO, word)
+  kind = "ready"
 else
-  redis.call('ZREM', K_DELAYED, word)
+  redis.call("ZREM", K_DELAYED, word)
 end
-redis.call('HDEL', K_DATA, id)
+redis.call("HDEL", K_DATA, id)
 local _, _, unique = split_word(word)
 local mode = string.sub(unique, 1, 1)
-if mode == 'd' or mode == 's' then
+if mode == "d" or mode == "s" then
   release_unique({{string.sub(unique, 2), id}})
 end
 return {1, kind}

@@ -6,28 +6,28 @@
 -- lease was lost.
 -- #include "shared/_queue_claim.lua"
 local keep = ARGV[1] + 0
-local LEASE = '^(%d+)|%d+|[^|]*|([^|]*)|(.*)$' -- a lease member's token, unique and id
+local LEASE = "^(%d+)|%d+|[^|]*|([^|]*)|(.*)$" -- a lease member's token, unique and id
 
 -- Remember completed members in the history (token, member, ...), trimmed to `keep`.
 local function remember(...)
-  redis.call('ZADD', K_DONE, ...)
-  redis.call('ZREMRANGEBYRANK', K_DONE, '0', -keep - 1)
+  redis.call("ZADD", K_DONE, ...)
+  redis.call("ZREMRANGEBYRANK", K_DONE, "0", -keep - 1)
 end
 
 local lost
 if #ARGV == 4 then -- one member (the unbatched path): ZREM tells whether it was held; no tables
   local member = ARGV[4]
-  if redis.call('ZREM', K_ACTIVE, member) == 1 then
+  if redis.call("ZREM", K_ACTIVE, member) == 1 then
     local token, unique, id = string.match(member, LEASE)
-    redis.call('HDEL', K_DATA, id)
-    if unique ~= '' then -- 'd' + digest (until done): the only lock a lease carries
+    redis.call("HDEL", K_DATA, id)
+    if unique ~= "" then -- 'd' + digest (until done): the only lock a lease carries
       release_unique({{string.sub(unique, 2), id}})
     end
     if keep > 0 then
       remember(token, member)
     end
     lost = {}
-  elseif keep > 0 and redis.call('ZSCORE', K_DONE, member) then
+  elseif keep > 0 and redis.call("ZSCORE", K_DONE, member) then
     lost = {} -- completed before
   else
     lost = {1}
@@ -39,18 +39,18 @@ else
   local held, missing = partition(K_ACTIVE, members)
   if #held > 0 then
     local done = #missing == 0 and members or pick(members, held)
-    redis.call('ZREM', K_ACTIVE, unpack(done))
+    redis.call("ZREM", K_ACTIVE, unpack(done))
     local ids, locks, history = {}, {}, {}
     for j, member in ipairs(done) do
       local token, unique, id = string.match(member, LEASE)
       ids[j] = id
-      if unique ~= '' then
+      if unique ~= "" then
         locks[#locks + 1] = {string.sub(unique, 2), id}
       end
       history[2 * j - 1] = token
       history[2 * j] = member
     end
-    redis.call('HDEL', K_DATA, unpack(ids))
+    redis.call("HDEL", K_DATA, unpack(ids))
     release_unique(locks)
     if keep > 0 then
       remember(unpack(history))
@@ -62,7 +62,7 @@ else
     lost = pick(missing, unseen)
   end
 end
-if #lost > 0 or ARGV[2] == '0' then
+if #lost > 0 or ARGV[2] == "0" then
   return {lost, {}}
 end
 return {lost, claim(ARGV[2], ARGV[3])}

@@ -11,7 +11,7 @@ if #ARGV > 3 then
   for i = 4, math.min(#ARGV, limit + 3) do
     given[#given + 1] = ARGV[i]
   end
-  local scores = redis.call('ZMSCORE', K_DEAD, unpack(given))
+  local scores = redis.call("ZMSCORE", K_DEAD, unpack(given))
   for i, id in ipairs(given) do
     if scores[i] then
       ids[#ids + 1] = id
@@ -19,19 +19,19 @@ if #ARGV > 3 then
     end
   end
 else
-  local cutoff = age < 0 and '+inf' or int(now_ms() - age)
-  local found = redis.call('ZRANGEBYSCORE', K_DEAD, '-inf', cutoff, 'WITHSCORES', 'LIMIT', 0, limit)
+  local cutoff = age < 0 and "+inf" or int(now_ms() - age)
+  local found = redis.call("ZRANGEBYSCORE", K_DEAD, "-inf", cutoff, "WITHSCORES", "LIMIT", 0, limit)
   for i = 1, #found, 2 do
     ids[#ids + 1] = found[i]
     died[#ids] = found[i + 1]
   end
 end
 if #ids == 0 then
-  return op == 'list' and {} or 0
+  return op == "list" and {} or 0
 end
-local errors = redis.call('HMGET', K_ERR, unpack(ids))
-if op == 'list' then
-  local payloads = redis.call('HMGET', K_DATA, unpack(ids))
+local errors = redis.call("HMGET", K_ERR, unpack(ids))
+if op == "list" then
+  local payloads = redis.call("HMGET", K_DATA, unpack(ids))
   local reply = {}
   for i, id in ipairs(ids) do
     local n = #reply
@@ -39,14 +39,14 @@ if op == 'list' then
   end
   return reply
 end
-redis.call('ZREM', K_DEAD, unpack(ids))
-redis.call('HDEL', K_ERR, unpack(ids))
-if op == 'purge' then
-  redis.call('HDEL', K_DATA, unpack(ids))
+redis.call("ZREM", K_DEAD, unpack(ids))
+redis.call("HDEL", K_ERR, unpack(ids))
+if op == "purge" then
+  redis.call("HDEL", K_DATA, unpack(ids))
 else
   local words = {}
   for i, id in ipairs(ids) do
-    words[i] = '0|' .. string.match(errors[i] or '0||', '^%d+|([^|]*)|') .. '||' .. id
+    words[i] = "0|" .. string.match(errors[i] or "0||", "^%d+|([^|]*)|") .. "||" .. id
   end
   push_ready(words, true)
 end

@@ -7,12 +7,12 @@
 local delay, priority = ARGV[1], ARGV[2]
 local words = {}
 for i = 3, #ARGV, 2 do
-  words[(i - 1) / 2] = '0|' .. priority .. '||' .. ARGV[i]
+  words[(i - 1) / 2] = "0|" .. priority .. "||" .. ARGV[i]
 end
-redis.call('HSET', K_DATA, DATA_PIN, DATA_PIN_VALUE, unpack(ARGV, 3))
-if delay ~= '0' then
+redis.call("HSET", K_DATA, DATA_PIN, DATA_PIN_VALUE, unpack(ARGV, 3))
+if delay ~= "0" then
   push_delayed(words, now_ms() + delay)
-elseif priority == '' then
+elseif priority == "" then
   push_plain(words, true)
 else
   push_ready(words, true)

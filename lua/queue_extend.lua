@@ -16,6 +16,6 @@ if #held > 0 then
     leases[2 * j - 1] = deadline
     leases[2 * j] = members[i]
   end
-  redis.call('ZADD', K_ACTIVE, 'XX', unpack(leases))
+  redis.call("ZADD", K_ACTIVE, "XX", unpack(leases))
 end
 return {now, unpack(lost)}

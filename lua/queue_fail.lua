@@ -4,7 +4,7 @@
 -- #include "shared/_queue_delay.lua"
 -- #include "shared/_queue_bury.lua"
 local member, delay = ARGV[1], tonumber(ARGV[2])
-if redis.call('ZREM', K_ACTIVE, member) == 0 then
+if redis.call("ZREM", K_ACTIVE, member) == 0 then
   return 0
 end
 local _, word = split_member(member)

@@ -8,21 +8,21 @@
 -- #include "shared/_queue_find.lua"
 local id, window, preview = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local size, head = -1, false
-if id ~= DATA_PIN and redis.call('HEXISTS', K_DATA, id) == 1 then
-  size = redis.call('HSTRLEN', K_DATA, id)
+if id ~= DATA_PIN and redis.call("HEXISTS", K_DATA, id) == 1 then
+  size = redis.call("HSTRLEN", K_DATA, id)
   if preview > 0 and size > 0 and size <= 1048576 then -- a larger payload: no preview
-    head = string.sub(redis.call('HGET', K_DATA, id), 1, preview)
+    head = string.sub(redis.call("HGET", K_DATA, id), 1, preview)
   end
 end
-local died = redis.call('ZSCORE', K_DEAD, id)
+local died = redis.call("ZSCORE", K_DEAD, id)
 if died then
-  return {'dead', '', died, size, head, redis.call('HGET', K_ERR, id)}
+  return {"dead", "", died, size, head, redis.call("HGET", K_ERR, id)}
 end
 if size < 0 then
-  return {'missing', '', '', size, false, false}
+  return {"missing", "", "", size, false, false}
 end
 local kind, entry, score = find_job(id, window)
-if kind == 'prio' then
-  kind, score = 'ready', ''
+if kind == "prio" then
+  kind, score = "ready", ""
 end
-return {kind or 'queued', entry or '', score or '', size, head, false}
+return {kind or "queued", entry or "", score or "", size, head, false}

@@ -11,19 +11,19 @@ local state, offset, count = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local rows, total = {}, 0
 
 local function add_range(key, start, stop, scored)
-  local found = redis.call('ZRANGE', key, start, stop, 'WITHSCORES')
+  local found = redis.call("ZRANGE", key, start, stop, "WITHSCORES")
   for i = 1, #found, 2 do
-    rows[#rows + 1] = {found[i], scored and found[i + 1] or ''}
+    rows[#rows + 1] = {found[i], scored and found[i + 1] or ""}
   end
 end
 
-if state == 'ready' then
-  local plain = redis.call('LLEN', K_READY)
-  total = plain + redis.call('ZCARD', K_PRIO)
+if state == "ready" then
+  local plain = redis.call("LLEN", K_READY)
+  total = plain + redis.call("ZCARD", K_PRIO)
   if offset < plain then -- the plain lane is claimed from its tail
-    local found = redis.call('LRANGE', K_READY, -(offset + count), -(offset + 1))
+    local found = redis.call("LRANGE", K_READY, -(offset + count), -(offset + 1))
     for i = #found, 1, -1 do
-      rows[#rows + 1] = {found[i], ''}
+      rows[#rows + 1] = {found[i], ""}
     end
   end
   if #rows < count and offset + #rows < total then
@@ -32,30 +32,30 @@ if state == 'ready' then
   end
 else
   local key = ({delayed = K_DELAYED, active = K_ACTIVE, dead = K_DEAD})[state]
-  total = redis.call('ZCARD', key)
+  total = redis.call("ZCARD", key)
   add_range(key, offset, offset + count - 1, true)
 end
 
 local reply = {now_ms(), total}
 local errors = {}
-if state == 'dead' and #rows > 0 then
+if state == "dead" and #rows > 0 then
   local ids = {}
   for i, row in ipairs(rows) do
     ids[i] = row[1]
   end
-  errors = redis.call('HMGET', K_ERR, unpack(ids))
+  errors = redis.call("HMGET", K_ERR, unpack(ids))
 end
 for i, row in ipairs(rows) do
   local entry, id = row[1], row[1]
-  if state ~= 'dead' then
+  if state ~= "dead" then
     local word = entry
-    if state == 'active' then
+    if state == "active" then
       word = select(2, split_member(entry))
     end
     id = select(4, split_word(word))
   end
-  local size = redis.call('HSTRLEN', K_DATA, id)
-  if size == 0 and redis.call('HEXISTS', K_DATA, id) == 0 then
+  local size = redis.call("HSTRLEN", K_DATA, id)
+  if size == 0 and redis.call("HEXISTS", K_DATA, id) == 0 then
     size = -1
   end
   local n = #reply

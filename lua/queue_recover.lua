@@ -5,11 +5,11 @@
 -- #include "shared/_queue_bury.lua"
 local limit, max_attempts = tonumber(ARGV[1]), tonumber(ARGV[2])
 local now = now_ms()
-local expired = redis.call('ZRANGEBYSCORE', K_ACTIVE, '-inf', '(' .. int(now), 'LIMIT', 0, limit)
+local expired = redis.call("ZRANGEBYSCORE", K_ACTIVE, "-inf", "(" .. int(now), "LIMIT", 0, limit)
 if #expired == 0 then
   return {0, 0, 0}
 end
-redis.call('ZREM', K_ACTIVE, unpack(expired))
+redis.call("ZREM", K_ACTIVE, unpack(expired))
 local retry, dead = {}, {}
 for _, member in ipairs(expired) do
   local _, word = split_member(member)
@@ -24,6 +24,6 @@ if #retry > 0 then
   push_ready(retry, true)
 end
 if #dead > 0 then
-  bury(dead, 'lease expired', now)
+  bury(dead, "lease expired", now)
 end
 return {#retry, #dead, #expired == limit and 1 or 0}

@@ -11,20 +11,20 @@ if #held == 0 then
   return lost
 end
 local members = pick(ARGV, held)
-redis.call('ZREM', K_ACTIVE, unpack(members))
+redis.call("ZREM", K_ACTIVE, unpack(members))
 local plain, prio = {}, {}
 for i = #members, 1, -1 do
   local _, word = split_member(members[i])
   local attempts, priority, unique, id = split_word(word)
-  word = int(math.max(tonumber(attempts) - 1, 0)) .. '|' .. priority .. '|' .. unique .. '|' .. id
-  if priority == '' then
+  word = int(math.max(tonumber(attempts) - 1, 0)) .. "|" .. priority .. "|" .. unique .. "|" .. id
+  if priority == "" then
     plain[#plain + 1] = word
   else
     prio[#prio + 1] = word
   end
 end
 if #plain > 0 then
-  redis.call('RPUSH', K_READY, unpack(plain))
+  redis.call("RPUSH", K_READY, unpack(plain))
 end
 push_ready(prio, false)
 wake()

@@ -9,12 +9,12 @@ local function bury(words, error, now)
     dead[2 * i - 1] = int(now)
     dead[2 * i] = id
     errors[2 * i - 1] = id
-    errors[2 * i] = attempts .. '|' .. priority .. '|' .. error
-    if string.sub(unique, 1, 1) == 'd' then
+    errors[2 * i] = attempts .. "|" .. priority .. "|" .. error
+    if string.sub(unique, 1, 1) == "d" then
       locks[#locks + 1] = {string.sub(unique, 2), id}
     end
   end
-  redis.call('ZADD', K_DEAD, unpack(dead))
-  redis.call('HSET', K_ERR, unpack(errors))
+  redis.call("ZADD", K_DEAD, unpack(dead))
+  redis.call("HSET", K_ERR, unpack(errors))
   release_unique(locks)
 end

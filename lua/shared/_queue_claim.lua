@@ -13,12 +13,12 @@ local PROMOTE, PROMOTE_EVERY = 100, 16
 -- Move up to PROMOTE due delayed jobs to ready. Returns true if some were due, else false
 -- and the next due time (-1: none delayed).
 local function promote(now)
-  local first = redis.call('ZRANGE', K_DELAYED, 0, 0, 'WITHSCORES')
+  local first = redis.call("ZRANGE", K_DELAYED, 0, 0, "WITHSCORES")
   if not first[2] or first[2] + 0 > now then
     return false, first[2] or -1
   end
-  local due = redis.call('ZRANGEBYSCORE', K_DELAYED, '-inf', now, 'LIMIT', 0, PROMOTE)
-  redis.call('ZREM', K_DELAYED, unpack(due))
+  local due = redis.call("ZRANGEBYSCORE", K_DELAYED, "-inf", now, "LIMIT", 0, PROMOTE)
+  redis.call("ZREM", K_DELAYED, unpack(due))
   push_ready(due, false)
   return true
 end
@@ -27,11 +27,11 @@ end
 -- an 's' lock), its id and its 's' (until started) lock, released by the claim, as a
 -- release_unique pair (nil: none).
 local function lease_parts(word)
-  local attempts, tail, unique, id = string.match(word, '^(%d+)(|[^|]*|([^|]*)|(.*))$')
-  if unique == '' or string.byte(unique) ~= 115 then -- not 's'
+  local attempts, tail, unique, id = string.match(word, "^(%d+)(|[^|]*|([^|]*)|(.*))$")
+  if unique == "" or string.byte(unique) ~= 115 then -- not 's'
     return attempts, tail, id
   end
-  return attempts, string.match(tail, '^|[^|]*|') .. '|' .. id, id, {string.sub(unique, 2), id}
+  return attempts, string.match(tail, "^|[^|]*|") .. "|" .. id, id, {string.sub(unique, 2), id}
 end
 
 local function claim(count_arg, lease_ms)
@@ -40,20 +40,20 @@ local function claim(count_arg, lease_ms)
   -- ready again, then the prioritised lane.
   local words, looked, next_due
   if count == 1 then -- the unbatched path: no reply table
-    words = {redis.call('RPOP', K_READY) or nil}
+    words = {redis.call("RPOP", K_READY) or nil}
   else
-    words = redis.call('RPOP', K_READY, count_arg) or {}
+    words = redis.call("RPOP", K_READY, count_arg) or {}
   end
   if #words < count then
     local promoted
     looked, promoted, next_due = true, promote(now)
     if promoted then
-      for _, word in ipairs(redis.call('RPOP', K_READY, count - #words) or {}) do
+      for _, word in ipairs(redis.call("RPOP", K_READY, count - #words) or {}) do
         words[#words + 1] = word
       end
     end
     if #words < count then
-      local popped = redis.call('ZPOPMIN', K_PRIO, count - #words)
+      local popped = redis.call("ZPOPMIN", K_PRIO, count - #words)
       for i = 1, #popped, 2 do
         words[#words + 1] = popped[i]
       end
@@ -68,16 +68,16 @@ local function claim(count_arg, lease_ms)
   local deadline = int(now + lease_ms)
   if n == 1 then
     local attempts, tail, id, started = lease_parts(words[1])
-    local payload = redis.call('HGET', K_DATA, id)
+    local payload = redis.call("HGET", K_DATA, id)
     if not payload then -- purged: dropped
       return {now, -1}
     end
-    local token = redis.call('INCR', K_FENCE)
-    local member = string.format('%d|%d', token, attempts + 1) .. tail
+    local token = redis.call("INCR", K_FENCE)
+    local member = string.format("%d|%d", token, attempts + 1) .. tail
     if started then
       release_unique({started})
     end
-    redis.call('ZADD', K_ACTIVE, deadline, member)
+    redis.call("ZADD", K_ACTIVE, deadline, member)
     if not looked and token % PROMOTE_EVERY == 0 then
       promote(now)
     end
@@ -87,7 +87,7 @@ local function claim(count_arg, lease_ms)
   for i = 1, n do
     attempts[i], tails[i], ids[i], started[#started + 1] = lease_parts(words[i])
   end
-  local payloads = redis.call('HMGET', K_DATA, unpack(ids))
+  local payloads = redis.call("HMGET", K_DATA, unpack(ids))
   local kept = {} -- words whose job still has data (anything else was purged: dropped)
   for i = 1, n do
     if payloads[i] then
@@ -98,18 +98,18 @@ local function claim(count_arg, lease_ms)
   if k == 0 then
     return reply
   end
-  local last = redis.call('INCRBY', K_FENCE, k)
+  local last = redis.call("INCRBY", K_FENCE, k)
   -- The leases go to ZADD newest first (see push_delayed).
   local leases = {}
   for j, i in ipairs(kept) do
-    local member = string.format('%d|%d', last - k + j, attempts[i] + 1) .. tails[i]
+    local member = string.format("%d|%d", last - k + j, attempts[i] + 1) .. tails[i]
     leases[2 * (k - j) + 1] = deadline
     leases[2 * (k - j) + 2] = member
     reply[2 * j + 1] = member
     reply[2 * j + 2] = payloads[i]
   end
   release_unique(started)
-  redis.call('ZADD', K_ACTIVE, unpack(leases, 1, 2 * k))
+  redis.call("ZADD", K_ACTIVE, unpack(leases, 1, 2 * k))
   if not looked and last % PROMOTE_EVERY < k then
     promote(now)
   end

@@ -8,6 +8,6 @@ local function push_delayed(words, due)
     args[2 * (n - i) + 1] = score
     args[2 * (n - i) + 2] = word
   end
-  redis.call('ZADD', K_DELAYED, unpack(args, 1, 2 * n))
+  redis.call("ZADD", K_DELAYED, unpack(args, 1, 2 * n))
   wake()
 end

@@ -1,11 +1,11 @@
--- Keys and helpers shared by every queue script (layout: docs/queues.md, fastlock.queues.calls).
+-- Keys and helpers shared by every queue script (layout: docs/queues.md, fastlock.queues.base).
 -- Every queue script receives the queue's KEYS in this order, all under the queue's {tag}:
 -- a plain enqueue (no delay, priority or unique lock) the first 3, the other enqueues the
 -- first 7 (the producer's keys), claim and complete the first 10, the others all 12 (each
--- key a script is sent costs the server about 2k instructions).
--- What a script's Lua costs the server (callgrind, Redis 7.0): a call of a C function
--- (string.sub, tonumber, ...) about 0.7k instructions, string.match 1.6-3.2k, a closure
--- 0.5k, a table 0.7k, redis.call 2-3k beyond its command. Hot paths keep them few.
+-- key a script is sent costs the server work).
+-- Each call of a C function (string.sub, tonumber, ...), string.match, closure, table and
+-- redis.call costs the server instructions beyond its command (measured in docs/queues.md,
+-- "Scripts and what each operation costs"): hot paths keep them few.
 -- #include "shared/_queue_pin.lua"
 local K_READY, K_DATA, K_WAKE = KEYS[1], KEYS[2], KEYS[3]
 local K_PRIO, K_SEQ, K_DELAYED, K_UNIQUE = KEYS[4], KEYS[5], KEYS[6], KEYS[7]
@@ -16,12 +16,12 @@ local K_DEAD, K_ERR = KEYS[11], KEYS[12]
 -- formatted with %.17g, exact for integers below 2^53 and as costly; concatenation and
 -- tostring keep only 14 digits). Format a value once when several arguments repeat it.
 local function int(n)
-  return string.format('%d', n)
+  return string.format("%d", n)
 end
 
 -- Server time in ms: every deadline and due time comes from the server clock.
 local function now_ms()
-  local t = redis.call('TIME')
+  local t = redis.call("TIME")
   local us = t[2] + 0
   return t[1] * 1000 + (us - us % 1000) / 1000
 end

@@ -13,7 +13,7 @@ end
 -- Split `members` by whether the sorted set `key` holds each one (one ZMSCORE): returns the
 -- indexes of those it holds and the indexes of the others, in order.
 local function partition(key, members)
-  local scores = redis.call('ZMSCORE', key, unpack(members))
+  local scores = redis.call("ZMSCORE", key, unpack(members))
   local present, missing = {}, {}
   for i = 1, #members do
     if scores[i] then

@@ -9,7 +9,7 @@ local function release_unique(locks)
   for i, lock in ipairs(locks) do
     digests[i] = lock[1]
   end
-  local owners = redis.call('HMGET', K_UNIQUE, unpack(digests))
+  local owners = redis.call("HMGET", K_UNIQUE, unpack(digests))
   local free = {}
   for i, lock in ipairs(locks) do
     if owners[i] == lock[2] then
@@ -17,6 +17,6 @@ local function release_unique(locks)
     end
   end
   if #free > 0 then
-    redis.call('HDEL', K_UNIQUE, unpack(free))
+    redis.call("HDEL", K_UNIQUE, unpack(free))
   end
 end
