@@ -5,10 +5,10 @@ the gate's verdict; ``--update`` (re)writes this toolchain's budgets in ``budget
 ``--runs 3`` measures several times and prints the spread (the medians are gated or
 written). ``tests/test_instructions.py`` runs the same measurement in the test suite.
 
-The paths (:mod:`fastlock.tools.instruction_paths`) and how they are measured (callgrind, a
-private server, a fixed child environment: :mod:`fastlock.tools.instructions`) are the
-package's; this file holds the gate: the toolchain key, the budgets and the same-run ratios of
-``budgets.toml``.
+The paths are ``instruction_paths.py`` here; how they are measured (callgrind, a private
+server, a fixed child environment: :mod:`fastlock.tools.instructions`) is the package's, which
+``python -m fastlock bench`` uses for its instructions column. This file holds the gate: the
+toolchain key, the budgets and the same-run ratios of ``budgets.toml``.
 """
 
 from __future__ import annotations
@@ -26,8 +26,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from fastlock.tools.instruction_paths import CLUSTER_PATHS, PATHS, hiredis_command, raw_socket_hiredis
-from fastlock.tools.instructions import NO_CORE, Measurement, Unavailable, measure, unavailable
+from fastlock.tools import instructions
+from fastlock.tools.instructions import NO_CORE, Measurement, Unavailable, unavailable
+
+sys.path.insert(0, str(Path(__file__).parent))
+from instruction_paths import CLUSTER_PATHS, GATED, PATHS, hiredis_command, raw_socket_hiredis
 
 __all__ = [
     "CLUSTER_PATHS",
@@ -53,7 +56,13 @@ UPDATE = "python bench/instructions.py --update"
 OPTIONAL_BUDGETS = frozenset(p.name for p in CLUSTER_PATHS)
 """The cluster paths: budgeted only where the toolchain's table has them (``--update`` on that
 toolchain writes them), their overhead ratios gated everywhere."""
-BY_NAME = {p.name: p for p in (*PATHS, *CLUSTER_PATHS)}
+BY_NAME = {p.name: p for p in GATED}
+
+
+def measure(names: Sequence[str] | None = None, jobs: int = 1) -> Measurement:
+    """Measure the gate's paths ``names`` (default: all of them) in ``jobs`` children."""
+    chosen = [p.name for p in GATED] if names is None else names
+    return instructions.measure(chosen, source=Path(__file__).with_name("instruction_paths.py"), jobs=jobs)
 
 
 # --------------------------------------------------------------------------- toolchain and budgets

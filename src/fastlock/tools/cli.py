@@ -22,7 +22,6 @@ from . import admin, instructions, workloads
 from .bench import EVALSHA_SCRIPT, Figures, pin, render_table, run_workloads
 from .c_floor import c_floor
 from .floor import replay_binary
-from .instruction_paths import WORKLOAD
 
 
 def demo(url: str) -> None:
@@ -76,11 +75,11 @@ def _count_instructions(
     counted = [f for f in figures if f.commands_per_op is not None]
     if progress is not None:
         progress(0, 1, "client instructions (callgrind)")
-    measured = instructions.measure([WORKLOAD + f.name for f in counted], impl=__impl__)
+    measured = instructions.measure([instructions.WORKLOAD + f.name for f in counted], impl=__impl__)
     if progress is not None:
         progress(1, 1, "done")
     for f in counted:
-        f.instructions_per_op = measured.per_op[WORKLOAD + f.name]
+        f.instructions_per_op = measured.per_op[instructions.WORKLOAD + f.name]
     return None
 
 

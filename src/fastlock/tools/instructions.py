@@ -1,16 +1,17 @@
 """Client instructions per operation under callgrind: deterministic counts of fastlock's paths.
 
-:func:`measure` runs each path of :mod:`fastlock.tools.instruction_paths` in a child Python
-(GC off, a fixed environment with ``PYTHONHASHSEED=0``, no address space randomisation) under
-``valgrind --tool=callgrind`` against a private server on a unix socket (not instrumented).
-For each path the child sets up and warms up uninstrumented (fast), starts instrumentation,
-collects exactly ``ops`` operations between two ``CALLGRIND_TOGGLE_COLLECT`` client requests,
-dumps them (``CALLGRIND_DUMP_STATS_AT``) and stops instrumentation: a tiny C shim compiled here
-with gcc against ``valgrind/callgrind.h``, called through ctypes. Instructions per op =
-collected Ir / ops.
+:func:`measure` runs each named path (:class:`Path_`: the workload paths here, and those of a
+``source`` file) in a child Python (GC off, a fixed environment with ``PYTHONHASHSEED=0``, no
+address space randomisation) under ``valgrind --tool=callgrind`` against a private server on a
+unix socket (not instrumented). For each path the child sets up and warms up uninstrumented
+(fast), starts instrumentation, collects exactly ``ops`` operations between two
+``CALLGRIND_TOGGLE_COLLECT`` client requests, dumps them (``CALLGRIND_DUMP_STATS_AT``) and stops
+instrumentation: a tiny C shim compiled here with gcc against ``valgrind/callgrind.h``, called
+through ctypes. Instructions per op = collected Ir / ops.
 
-Used by ``python -m fastlock bench`` (its instructions column) and by the perf gate in a
-checkout's ``bench/instructions.py`` (budgets per toolchain). The child is
+Used by ``python -m fastlock bench`` (its instructions column: :func:`workload_paths`) and by
+the perf gate in a checkout's ``bench/instructions.py`` (its paths in
+``bench/instruction_paths.py``, the ``source``; budgets per toolchain). The child is
 ``python -m fastlock.tools.instructions --child ...``.
 """
 
@@ -20,6 +21,7 @@ import contextlib
 import ctypes
 import gc
 import importlib.util
+import os
 import re
 import resource
 import shutil
@@ -27,13 +29,26 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from .instruction_paths import CLUSTER_PATHS, PATHS, by_name
+__all__ = [
+    "NO_CORE",
+    "WORKLOAD",
+    "Measurement",
+    "Op",
+    "Path_",
+    "Unavailable",
+    "client_of",
+    "measure",
+    "unavailable",
+    "workload",
+    "workload_paths",
+]
 
-__all__ = ["NO_CORE", "Measurement", "Unavailable", "measure", "unavailable"]
+Op = Callable[[], object]
 
 SHIM = r"""
 #include <valgrind/callgrind.h>
@@ -45,12 +60,80 @@ void fl_dump(const char *name) { CALLGRIND_DUMP_STATS_AT(name); }
 NO_CORE = "not measured: the Cython core (fastlock._core) is not built here (pure-Python install)"
 
 
-def run_child(servers: dict[str, str], shim: str, names: Sequence[str]) -> None:
+@dataclass(frozen=True)
+class Path_:
+    """One measured path: ``setup(where)`` returns the operation (``where``: see
+    :func:`client_of`, chosen by ``server``); ``warmup`` and ``ops`` are multiples of a batch
+    where the path batches."""
+
+    name: str
+    setup: Callable[[str], Op]
+    ops: int
+    warmup: int
+    cython: bool = True  # needs fastlock._core (or is budgeted on it: the default core)
+    server: str = "unix"  # "unix": the private server's socket; "tcp": its TCP port; "cluster"
+
+
+def client_of(where: str, impl: str | None = None) -> Any:
+    """A client of the server ``where`` names: a unix socket path (standalone), or a
+    ``redis://`` URL of a standalone server (``tcp``) or of a cluster seed (``cluster``)."""
+    from fastlock import Client
+    from fastlock.cluster import ClusterClient
+
+    if where.startswith("cluster+"):
+        return ClusterClient(where.removeprefix("cluster+"), impl=impl)
+    return Client(where if "://" in where else f"unix://{where}", impl=impl)
+
+
+def workload(name: str) -> Callable[[str], Op]:
+    """The setup of a workload of ``fastlock.tools.workloads`` (the ones ``python -m fastlock
+    bench`` times) on the server ``where`` names."""
+
+    def setup(where: str) -> Op:
+        from fastlock.tools.workloads import ALL
+
+        (chosen,) = (w for w in ALL if w.name == name)
+        return chosen.setup(client_of(where))
+
+    return setup
+
+
+WORKLOAD = "workload: "
+"""The prefix of a workload path's name: ``WORKLOAD + workload.name``."""
+
+
+def workload_paths() -> tuple[Path_, ...]:
+    """A path per counted workload of :mod:`fastlock.tools.workloads`, named ``WORKLOAD`` +
+    its name (the instructions column of ``python -m fastlock bench``), on the core the child
+    loads by default (see :func:`measure`'s ``impl``); a batched one collects whole batches."""
+    from .workloads import ALL
+
+    paths = []
+    for w in (w for w in ALL if w.counted):
+        ops, warmup = w.batch * max(10, 300 // w.batch), w.batch * max(3, 100 // w.batch)
+        paths.append(Path_(WORKLOAD + w.name, workload(w.name), ops, warmup, cython=False))
+    return tuple(paths)
+
+
+def by_name(source: str | None = None) -> dict[str, Path_]:
+    """Every path by name: the workload paths, and the ``GATED`` paths of the Python file
+    ``source``."""
+    paths: tuple[Path_, ...] = ()
+    if source:
+        spec = importlib.util.spec_from_file_location(Path(source).stem, source)
+        assert spec is not None and spec.loader is not None, source
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        paths = tuple(module.GATED)
+    return {path.name: path for path in (*paths, *workload_paths())}
+
+
+def run_child(servers: dict[str, str], shim: str, names: Sequence[str], source: str | None = None) -> None:
     """In the child under callgrind: set up and warm up each path uninstrumented (fast), then
     instrument, collect and dump its region. ``servers``: where each kind of path connects."""
     gc.disable()
     lib = ctypes.CDLL(shim)
-    paths = by_name()
+    paths = by_name(source)
     for name in names:
         path = paths[name]
         op = path.setup(servers[path.server])
@@ -145,10 +228,16 @@ class Measurement:
     cpu_seconds: float = 0.0  # user + system of the children (valgrind included)
 
 
-def measure(names: Sequence[str] | None = None, jobs: int = 1, impl: str | None = None) -> Measurement:
-    """Measure ``names`` (default: the gated paths this install can run; any workload path's
-    name too) in ``jobs`` children run side by side. One
-    child is the default: with two, ``hiredis.pack_command`` moved by up to 0.8% from run to run
+def measure(
+    names: Sequence[str],
+    *,
+    source: os.PathLike[str] | None = None,
+    jobs: int = 1,
+    impl: str | None = None,
+) -> Measurement:
+    """Measure the paths ``names`` (workload paths, or paths of the file ``source``: see
+    :func:`by_name`; one this install cannot run is skipped) in ``jobs`` children side by side.
+    One child is the default: with two, ``hiredis.pack_command`` moved by up to 0.8% from run to run
     (it does not in one child). ``impl`` sets the child's ``FASTLOCK_IMPL`` (default: unset, so
     the best core available)."""
     from fastlock.testing.cluster import TempCluster
@@ -157,9 +246,10 @@ def measure(names: Sequence[str] | None = None, jobs: int = 1, impl: str | None 
     started, cpu = time.monotonic(), _children_cpu()
     result = Measurement()
     core = has_core()
-    paths = by_name()
+    where = os.fspath(source) if source else "-"
+    paths = by_name(None if source is None else where)
     todo = []
-    for path in (paths[n] for n in names) if names else (*PATHS, *CLUSTER_PATHS):
+    for path in (paths[n] for n in names):
         if path.cython and not core:
             result.skipped[path.name] = NO_CORE
         else:
@@ -178,7 +268,8 @@ def measure(names: Sequence[str] | None = None, jobs: int = 1, impl: str | None 
             out.mkdir()
             command = [valgrind, "--tool=callgrind", "--instr-atstart=no", "--collect-atstart=no"]
             command += ["--dump-line=no", "--dump-instr=no", f"--callgrind-out-file={out}/callgrind.out.%p"]
-            command += [sys.executable, "-m", __name__, "--child", *servers.values(), str(shim), *group]
+            command += [sys.executable, "-m", __name__, "--child", where, *servers.values(), str(shim)]
+            command += group
             env = {**_child_env(), **({"FASTLOCK_IMPL": impl} if impl else {})}
             child = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, preexec_fn=_no_aslr)
             children.append((out, group, child))
@@ -203,6 +294,6 @@ def _children_cpu() -> float:
 
 
 if __name__ == "__main__":  # the instrumented child of measure()
-    _, flag, unix, tcp, cluster, shim, *names = sys.argv
+    _, flag, source, unix, tcp, cluster, shim, *names = sys.argv
     assert flag == "--child", "python -m fastlock.tools.instructions is the child of measure()"
-    run_child({"unix": unix, "tcp": tcp, "cluster": cluster}, shim, names)
+    run_child({"unix": unix, "tcp": tcp, "cluster": cluster}, shim, names, None if source == "-" else source)
