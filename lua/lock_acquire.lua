@@ -1,7 +1,7 @@
 -- Acquire a slot of one lock scope for a job.
 -- KEYS: index, counter, changelog, then the scope: wake, slot 1..limit (shared/_lock_slots.lua)
 -- ARGV: job_id, scope, ttl_ms (0: no expiry), flags (shared/_lock_flags.lua), max_history
---       (absent when 0: each argument costs the server about 1.4k instructions)
+--       (absent when 0: every argument sent costs the server instructions)
 -- Returns the fencing token, or {ms until a slot may expire (-1: never), holder job ids...}.
 -- #include "shared/_lock_acquire.lua"
 
