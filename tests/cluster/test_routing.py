@@ -317,3 +317,24 @@ def test_an_unreachable_primary_s_replica_is_tried_and_patched_in_once_promoted(
     with pytest.raises(StopIteration):
         plan.send(b"OK")  # promoted: it answered for the slot
     assert slots.primary(100) == C
+
+
+def test_a_moved_back_and_forth_waits_for_the_nodes_to_agree() -> None:
+    """While a slot's move ends, the source may already say MOVED to the target and the target
+    (still importing) MOVED back: each bounce after the first pauses, as TRYAGAIN does, so the
+    command outlives the window instead of spending its redirects at once."""
+    plan = redirected(two_nodes(), 100, MovedError("100 127.0.0.1:7001"))
+    steps: list[object] = []
+    step = next(plan)
+    for _ in range(MAX_REDIRECTS * 2):
+        while not isinstance(step, Attempt):
+            steps.append(step)
+            step = plan.send(None)
+        back = "100 127.0.0.1:7000" if step == Attempt(B) else "100 127.0.0.1:7001"
+        step = plan.throw(MovedError(back))
+    pauses = [s for s in steps if isinstance(s, Pause)]
+    assert len(pauses) >= MAX_REDIRECTS * 2 - 2
+    while not isinstance(step, Attempt):
+        step = plan.send(None)
+    with pytest.raises(StopIteration):
+        plan.send(b"OK")  # the nodes agree: it answers

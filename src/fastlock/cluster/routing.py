@@ -104,7 +104,8 @@ def _pause(attempt: int) -> float:
 
 def redirected(slots: SlotMap, slot: int, error: BaseException) -> Plan:
     """The rest of a command for ``slot`` whose attempt failed with ``error``: at most
-    :data:`MAX_REDIRECTS` redirects followed; ``TRYAGAIN``/``CLUSTERDOWN``/``LOADING`` and
+    :data:`MAX_REDIRECTS` redirects followed; ``TRYAGAIN``/``CLUSTERDOWN``/``LOADING``, a
+    ``MOVED`` back to a node already tried (the nodes disagree while a slot's move ends) and
     unsent connection errors retried after growing pauses (at most :data:`MAX_WAITS`, about
     4 s in all: a primary's failure is detected and its replica promoted meanwhile), the map
     refreshed where it may have changed. While the slot's primary is unreachable, its replicas
@@ -112,6 +113,7 @@ def redirected(slots: SlotMap, slot: int, error: BaseException) -> Plan:
     answers ``MOVED``, which did not run). Returns the reply; raises what may have run."""
     redirects = waits = 0
     down: Address | None = None  # the slot's primary, unreachable
+    moved_to: set[Address] = set()
     while True:
         asking = False
         to = (error.host, error.port) if isinstance(error, (MovedError, AskError)) else None
@@ -121,6 +123,13 @@ def redirected(slots: SlotMap, slot: int, error: BaseException) -> Plan:
                 raise error
             target, asking = to, isinstance(error, AskError)
             if not asking:
+                if to in moved_to:  # MOVED back: the nodes disagree (a move half done): wait
+                    if waits >= MAX_WAITS:
+                        raise error
+                    waits += 1
+                    redirects -= 1
+                    yield Pause(_pause(waits - 1))
+                moved_to.add(to)
                 slots.move(slot, target)
                 yield Refresh()
         elif isinstance(error, (TryAgainError, LoadingError, ClusterDownError, ConnectionError, MovedError)):
