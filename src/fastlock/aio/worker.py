@@ -26,7 +26,7 @@ from ..exceptions import ArgumentTypeError
 from ..operations import run_plan_async
 from ..queues.jobs import Job
 from ..queues.outcomes import JobTimeout
-from ..queues.policy import TRANSIENT, Act, Leases, Plan, WorkerBase, WorkerOptions
+from ..queues.policy import Act, Leases, Plan, WorkerBase, WorkerOptions
 from .queue import AsyncQueue
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -56,22 +56,15 @@ class AsyncWorker(WorkerBase[AsyncQueue]):
         self._held = asyncio.Event()  # set when the heartbeat should look again
 
     async def stop(self) -> None:
-        """Ask :meth:`run` to return once each loop has finished its current job (the
-        unstarted rest of its batch is handed back, nothing more is claimed); idle loops are
-        woken at once. A stopped worker stays stopped."""
-        self._stopping.set()
-        for key in self._interrupts:
-            try:
-                await self.queue.interrupt(key)
-            except TRANSIENT as exc:
-                self._warn(exc, "could not wake the worker to stop it")
+        """:meth:`Worker.stop <fastlock.queues.worker.Worker.stop>`, awaited: each loop
+        returns after its current job, idle loops at once."""
+        await self._drive(self._waking())
 
     async def run(self, *, max_jobs: int | None = None, install_signals: bool = False) -> int:
-        """Process jobs until :meth:`stop` is called, ``max_jobs`` jobs were handled (by all
-        loops together) or, in ``burst`` mode, the queue is empty; returns the number of jobs
-        handled. ``install_signals``: SIGTERM and SIGINT call :meth:`stop` (the loop's
-        signal handlers, removed at the first signal so a second one acts as it would have,
-        and when run returns)."""
+        """:meth:`Worker.run <fastlock.queues.worker.Worker.run>`, awaited: the number of jobs
+        handled. ``install_signals``: SIGTERM and SIGINT call :meth:`stop` (the loop's signal
+        handlers, removed at the first signal so a second one acts as it would have, and when
+        run returns)."""
         tally = self._tally(max_jobs)
         beat = asyncio.create_task(self._heartbeat(), name="fastlock-heartbeat")
         try:

@@ -59,7 +59,7 @@ MAX_CONCURRENCY = 10_000
 
 class Act(NamedTuple):
     """A worker plan's request: ``name`` is a queue method (``claim``, ``complete``,
-    ``extend``, ``fail``, ``release``, ``recover``, ``wait``) called with ``args`` and
+    ``extend``, ``fail``, ``release``, ``recover``, ``wait``, ``interrupt``) called with ``args`` and
     ``kwargs``; ``"handle"`` (the handler on ``args[0]``, for at most ``kwargs["timeout"]``
     seconds: past it the transport raises :class:`JobTimeout`); ``"call"`` (a hook:
     ``args[0](*args[1:])``, awaited if it returns an awaitable); or ``"pause"`` (wait
@@ -72,6 +72,7 @@ class Act(NamedTuple):
 
 class _Flag(Protocol):
     def is_set(self) -> bool: ...
+    def set(self) -> None: ...
 
 
 class _Held(Protocol):
@@ -242,6 +243,15 @@ class WorkerBase(Generic[Q]):
             if (yield from self._handle(job, leases)):
                 done = [job]
         return done
+
+    def _waking(self) -> Plan:
+        """:meth:`stop`: set the flag, then wake every loop (a failed interrupt is logged)."""
+        self._stopping.set()
+        for key in self._interrupts:
+            try:
+                yield Act("interrupt", (key,))
+            except TRANSIENT as exc:
+                self._warn(exc, "could not wake the worker to stop it")
 
     def _hand_back(self, tally: Tally, jobs: list[Job]) -> Generator[Act, Any, None]:
         """Give the unstarted jobs back to ready, their attempts unspent."""

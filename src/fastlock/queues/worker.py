@@ -139,12 +139,7 @@ class Worker(WorkerBase[Queue]):
         """Ask :meth:`run` to return once each loop finished its current job (the unstarted
         rest of its batch is handed back, nothing more is claimed); idle loops are woken at
         once. A stopped worker stays stopped."""
-        self._stopping.set()
-        for key in self._interrupts:
-            try:
-                self.queue.interrupt(key)
-            except TRANSIENT as exc:
-                self._warn(exc, "could not wake the worker to stop it")
+        self._drive(self._waking())
 
     def run(self, *, max_jobs: int | None = None, install_signals: bool = False) -> int:
         """Process jobs until :meth:`stop` is called, ``max_jobs`` jobs were handled (by all
