@@ -22,7 +22,6 @@ import signal
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Unpack
 
-from ..exceptions import ArgumentTypeError
 from ..operations import run_plan_async
 from ..queues.jobs import Job
 from ..queues.outcomes import JobTimeout
@@ -40,6 +39,8 @@ class AsyncWorker(WorkerBase[AsyncQueue]):
     :class:`~fastlock.queues.worker.Worker` (hooks may be coroutine functions; a handler
     past ``job_timeout`` is cancelled)."""
 
+    _queue_type = AsyncQueue
+    _flag_type = asyncio.Event
     _stopping: asyncio.Event
 
     def __init__(
@@ -48,10 +49,7 @@ class AsyncWorker(WorkerBase[AsyncQueue]):
         handler: Callable[[Job], Awaitable[object]],
         **options: Unpack[WorkerOptions],
     ) -> None:
-        if not isinstance(queue, AsyncQueue):
-            raise ArgumentTypeError("AsyncWorker takes an AsyncQueue and a coroutine function")
         super().__init__(queue, handler, **options)
-        self._stopping = asyncio.Event()
         self._leases = Leases()
         self._held = asyncio.Event()  # set when the heartbeat should look again
 

@@ -2,9 +2,9 @@
 
 :class:`WorkerBase` holds a worker's options and its loop as a *plan*: a generator yielding
 :class:`Act` requests (a queue method to call, the handler or a hook to run, a pause) and
-receiving their results, or their ``Exception`` thrown in;
-:class:`~fastlock.queues.worker.Worker` drives it with blocking calls,
-:class:`~fastlock.aio.AsyncWorker` awaits the same acts, one plan per loop. The plan decides
+receiving their results, or their ``Exception`` thrown in; :class:`~fastlock.queues.worker.Worker`
+drives it with blocking calls, :class:`~fastlock.aio.AsyncWorker` awaits the same acts, one
+plan per loop (the stop too: :meth:`WorkerBase._waking`). The plan decides
 what happens: batch completion (each success completed before the next job starts, the last
 one with the next claim), renewal of a slow batch, failures (``queue.fail``: retried with
 backoff or :class:`Retry`'s delay, dead-lettered with a traceback or :class:`DeadLetter`'s
@@ -124,8 +124,7 @@ Plan = Generator[Act, Any, None]
 
 
 class WorkerOptions(TypedDict, total=False):
-    """The options of :class:`~fastlock.Worker` and :class:`~fastlock.aio.AsyncWorker`
-    (see :class:`WorkerBase`), typed for ``**options``."""
+    """The options of both workers (see :class:`WorkerBase`), typed for ``**options``."""
 
     concurrency: int
     batch: int
@@ -141,9 +140,10 @@ class WorkerOptions(TypedDict, total=False):
 
 class WorkerBase(Generic[Q]):
     """A worker's options and loop (see the module docstring); one interrupt key is made
-    per concurrent loop. A transport's worker sets ``_stopping`` (an event)."""
+    per concurrent loop. A transport's worker names its queue class and its stop flag's."""
 
-    _stopping: _Flag
+    _queue_type: type[QueueBase[Any]]
+    _flag_type: Callable[[], _Flag]
 
     def __init__(
         self,
@@ -162,8 +162,8 @@ class WorkerBase(Generic[Q]):
         on_retry: Hook | None = None,
         clock: Callable[[], float] = monotonic,
     ) -> None:
-        if not callable(handler):
-            raise ArgumentTypeError("a worker takes a callable handler")
+        if not isinstance(queue, self._queue_type) or not callable(handler):
+            raise ArgumentTypeError(f"{type(self).__name__} takes a {self._queue_type.__name__}, a callable")
         hooks = {"before": before, "after": after, "on_failure": on_failure, "on_retry": on_retry}
         for name, hook in hooks.items():
             if hook is not None and not callable(hook):
@@ -185,6 +185,7 @@ class WorkerBase(Generic[Q]):
         self._warnings = Warnings(clock)
         stop = f"{queue.prefix}stop:{os.urandom(8).hex()}"
         self._interrupts = [stop] if concurrency == 1 else [f"{stop}:{i}" for i in range(concurrency)]
+        self._stopping = self._flag_type()
 
     def _tally(self, max_jobs: int | None, lock: AbstractContextManager[Any] | None = None) -> Tally:
         if max_jobs is not None:
