@@ -32,9 +32,21 @@ class Clock:
 
 
 class Worker(WorkerBase[QueueBase[Any]]):
+    _queue_type = QueueBase
+    _flag_type = threading.Event
+
     def __init__(self, clock: Clock, **options: Any) -> None:
         super().__init__(QueueBase(None, "q", lease=10.0), lambda job: None, clock=clock, **options)
-        self._stopping = threading.Event()
+
+
+def test_stopping_sets_the_flag_then_wakes_every_loop_past_a_failed_interrupt() -> None:
+    worker = Worker(Clock(), concurrency=2)
+    first, second = worker._interrupts
+    plan = worker._waking()
+    assert next(plan) == Act("interrupt", (first,)) and worker._stopping.is_set()
+    assert plan.throw(fastlock.ConnectionError("down")) == Act("interrupt", (second,))
+    with pytest.raises(StopIteration):
+        plan.send(None)
 
 
 def test_a_batch_completes_each_success_before_the_next_and_the_last_with_the_claim() -> None:

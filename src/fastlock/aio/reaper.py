@@ -1,18 +1,27 @@
-"""``AsyncReaper``: the reaper's pass (:class:`~fastlock.locks.reaper.ReaperBase`) on asyncio."""
+"""The reaper shell: the pass of :class:`~fastlock.locks.reaping.ReaperBase` run under the
+reaper lock, once or every ``interval`` seconds in the background (an asyncio task; a thread on
+the blocking side). ``aio/reaper.py`` is the source of ``locks/reaper.py``."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from typing import Any
 
-from .. import _ids
 from ..exceptions import UsageError
 from ..locks.namespace import Namespace
-from ..locks.reaper import MUTEX, ReaperBase, ReapResult
+from ..locks.reaping import MUTEX, ReaperBase, ReapResult
 from ..operations import AsyncRunner
-from .lock import AsyncLock
+
+if True:  # ASYNC
+    import asyncio
+    import contextlib
+
+    from .. import _ids
+    from .lock import AsyncLock
+else:
+    import threading
+
+    from ..locks.lock import Lock
 
 __all__ = ["AsyncReaper"]
 
@@ -20,18 +29,24 @@ logger = logging.getLogger("fastlock.reaper")
 
 
 class AsyncReaper(ReaperBase[AsyncRunner]):
-    """:class:`~fastlock.locks.reaper.Reaper` on asyncio: ``await run_once()`` for one pass,
-    ``start()`` for a task passing every ``interval`` seconds (``await stop()`` ends it)."""
+    """Reaps one lock namespace: ``await run_once()`` for one bounded pass, ``start()`` for a
+    background runner passing every ``interval`` seconds (``await stop()`` ends it)."""
 
     def __init__(self, manager: Namespace[AsyncRunner], **options: Any) -> None:
         super().__init__(manager, **options)
-        job_id = f"reaper-{_ids.next_id()}"  # one holder, whichever task runs the pass
-        self._mutex = AsyncLock(manager, self.mutex_digest, name=MUTEX, ttl=self.lease, job_id=job_id)
-        self._task: asyncio.Task[None] | None = None
+        if True:  # ASYNC
+            job_id = f"reaper-{_ids.next_id()}"  # one holder, whichever task runs the pass
+            self._mutex = AsyncLock(manager, self.mutex_digest, name=MUTEX, ttl=self.lease, job_id=job_id)
+            self._task: asyncio.Task[None] | None = None
+        else:
+            # holder: this object in the calling thread and process (a Reaper forked along is another runner)
+            self._mutex = Lock(manager, self.mutex_digest, name=MUTEX, ttl=self.lease)
+            self._stop = threading.Event()
+            self._thread: threading.Thread | None = None
 
     async def run_once(self) -> ReapResult | None:
         """One pass from where the last one stopped, or ``None`` if another runner holds the
-        reaper lock."""
+        reaper lock. A pass stops after ``batch`` entries or one full sweep of the buckets."""
         if await self._mutex.acquire(blocking=False) is None:
             return None
         try:
@@ -39,19 +54,38 @@ class AsyncReaper(ReaperBase[AsyncRunner]):
         finally:
             await self._mutex.release()
 
-    def start(self) -> asyncio.Task[None]:
-        """Run a pass now and every ``interval`` seconds in a task."""
-        if self._task is not None and not self._task.done():
-            raise UsageError("this reaper is already running")
-        self._task = asyncio.create_task(self._loop(), name="fastlock-reaper")
-        return self._task
+    if True:  # ASYNC
 
-    async def stop(self) -> None:
-        """Stop the task (a pass under way is cancelled; its reaper lock expires after ``lease``)."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        def start(self) -> asyncio.Task[None]:
+            """Run a pass now and every ``interval`` seconds in a task."""
+            if self._task is not None and not self._task.done():
+                raise UsageError("this reaper is already running")
+            self._task = asyncio.create_task(self._loop(), name="fastlock-reaper")
+            return self._task
+
+        async def stop(self) -> None:
+            """Stop the task (a pass under way is cancelled; its reaper lock expires after ``lease``)."""
+            if self._task is not None:
+                self._task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._task
+
+    else:
+
+        def start(self) -> threading.Thread:
+            """Run a pass now and every ``interval`` seconds in a daemon thread."""
+            if self._thread is not None and self._thread.is_alive():
+                raise UsageError("this reaper is already running")
+            self._stop.clear()
+            self._thread = threading.Thread(target=self._loop, name="fastlock-reaper", daemon=True)
+            self._thread.start()
+            return self._thread
+
+        def stop(self, timeout: float | None = None) -> None:
+            """Stop the background thread (after its current pass)."""
+            self._stop.set()
+            if self._thread is not None:
+                self._thread.join(timeout)
 
     async def _loop(self) -> None:
         while True:
@@ -59,4 +93,8 @@ class AsyncReaper(ReaperBase[AsyncRunner]):
                 await self.run_once()
             except Exception:
                 logger.exception("reaper pass failed")
-            await asyncio.sleep(self.interval)
+            if True:  # ASYNC
+                await asyncio.sleep(self.interval)
+            else:
+                if self._stop.wait(self.interval):
+                    return

@@ -22,11 +22,10 @@ import signal
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Unpack
 
-from ..exceptions import ArgumentTypeError
 from ..operations import run_plan_async
 from ..queues.jobs import Job
 from ..queues.outcomes import JobTimeout
-from ..queues.policy import TRANSIENT, Act, Leases, Plan, WorkerBase, WorkerOptions
+from ..queues.policy import Act, Leases, Plan, WorkerBase, WorkerOptions
 from .queue import AsyncQueue
 
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
@@ -40,6 +39,8 @@ class AsyncWorker(WorkerBase[AsyncQueue]):
     :class:`~fastlock.queues.worker.Worker` (hooks may be coroutine functions; a handler
     past ``job_timeout`` is cancelled)."""
 
+    _queue_type = AsyncQueue
+    _flag_type = asyncio.Event
     _stopping: asyncio.Event
 
     def __init__(
@@ -48,30 +49,20 @@ class AsyncWorker(WorkerBase[AsyncQueue]):
         handler: Callable[[Job], Awaitable[object]],
         **options: Unpack[WorkerOptions],
     ) -> None:
-        if not isinstance(queue, AsyncQueue):
-            raise ArgumentTypeError("AsyncWorker takes an AsyncQueue and a coroutine function")
         super().__init__(queue, handler, **options)
-        self._stopping = asyncio.Event()
         self._leases = Leases()
         self._held = asyncio.Event()  # set when the heartbeat should look again
 
     async def stop(self) -> None:
-        """Ask :meth:`run` to return once each loop has finished its current job (the
-        unstarted rest of its batch is handed back, nothing more is claimed); idle loops are
-        woken at once. A stopped worker stays stopped."""
-        self._stopping.set()
-        for key in self._interrupts:
-            try:
-                await self.queue.interrupt(key)
-            except TRANSIENT as exc:
-                self._warn(exc, "could not wake the worker to stop it")
+        """:meth:`Worker.stop <fastlock.queues.worker.Worker.stop>`, awaited: each loop
+        returns after its current job, idle loops at once."""
+        await self._drive(self._waking())
 
     async def run(self, *, max_jobs: int | None = None, install_signals: bool = False) -> int:
-        """Process jobs until :meth:`stop` is called, ``max_jobs`` jobs were handled (by all
-        loops together) or, in ``burst`` mode, the queue is empty; returns the number of jobs
-        handled. ``install_signals``: SIGTERM and SIGINT call :meth:`stop` (the loop's
-        signal handlers, removed at the first signal so a second one acts as it would have,
-        and when run returns)."""
+        """:meth:`Worker.run <fastlock.queues.worker.Worker.run>`, awaited: the number of jobs
+        handled. ``install_signals``: SIGTERM and SIGINT call :meth:`stop` (the loop's signal
+        handlers, removed at the first signal so a second one acts as it would have, and when
+        run returns)."""
         tally = self._tally(max_jobs)
         beat = asyncio.create_task(self._heartbeat(), name="fastlock-heartbeat")
         try:

@@ -1,135 +1,28 @@
-"""The reaper: removes orphaned locks in bounded batches, one runner at a time.
-
-**Alive.** A holder is alive while its slot exists, i.e. while its lease runs: a slot with
-a ttl is removed by the server when the ttl runs out (a live holder keeps it by calling
-:meth:`Lock.extend <fastlock.Lock.extend>`, its heartbeat), and a slot without one lives
-until released. A job framework that knows more (the job is neither queued, scheduled,
-retrying nor running) passes ``alive(entry, job_id) -> bool``; only a holder it declares
-dead is removed, and only the very acquisition that was judged (compare-and-delete on its
-fencing token), so a job that re-acquired meanwhile keeps its lock.
-
-Without ``alive`` the reaper deletes no lock at all: it drops tracking-index entries whose
-slots are gone (expired ttl locks, until_expired locks), which is what keeps the index from
-growing. Each pass examines at most ``batch`` index entries (in scripts of at most
-``chunk``) and holds the reaper lock (``fastlock:reaper``, with ``lease``) meanwhile, so a
-second runner skips its pass instead of racing. :class:`ReaperBase` holds the pass (an
-operation); :class:`Reaper` runs it from a thread, :class:`~fastlock.aio.AsyncReaper` from
-an asyncio task.
-"""
+# generated from src/fastlock/aio/reaper.py by tools/async_to_sync.py, do not edit
+"""The reaper shell: the pass of :class:`~fastlock.locks.reaping.ReaperBase` run under the
+reaper lock, once or every ``interval`` seconds in the background (an asyncio task; a thread on
+the blocking side). ``aio/reaper.py`` is the source of ``locks/reaper.py``."""
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any
 
-from ..exceptions import ArgumentError, UsageError
-from ..operations import Call, Operation, Runner
-from ..protocol.arguments import duration_ms
-from .admin import entry_scope, page
-from .keys import LockEntry, Scope
-from .lock import Lock
-from .namespace import Namespace
-from .replies import reap_reply, unexpected_reply
+from ..exceptions import UsageError
+from ..locks.lock import Lock
+from ..locks.namespace import Namespace
+from ..locks.reaping import MUTEX, ReaperBase, ReapResult
+from ..operations import Runner
 
-if TYPE_CHECKING:
-    from ..operations import AsyncRunner
-
-__all__ = ["MUTEX", "ReapResult", "Reaper", "ReaperBase"]
-
-R = TypeVar("R", bound="Runner | AsyncRunner")
+__all__ = ["Reaper"]
 
 logger = logging.getLogger("fastlock.reaper")
-
-Alive = Callable[[LockEntry, str], bool]
-MUTEX = "fastlock:reaper"  # the name of the reaper lock
-
-
-@dataclass(frozen=True)
-class ReapResult:
-    """One pass: index entries examined, stale entries dropped, dead holders released."""
-
-    examined: int
-    dropped: int
-    released: int
-
-
-class ReaperBase(Generic[R]):
-    """What every transport's reaper shares: the options, the cursor and the pass, the
-    operation :meth:`passing`, run between taking and releasing the reaper lock."""
-
-    def __init__(
-        self,
-        manager: Namespace[R],
-        *,
-        batch: int = 1000,
-        chunk: int = 100,
-        interval: float = 600.0,
-        lease: float = 60.0,
-        alive: Alive | None = None,
-    ) -> None:
-        if batch < 1 or chunk < 1:
-            raise ArgumentError("batch and chunk must be >= 1")
-        duration_ms(interval, "interval")
-        self.manager = manager
-        self.batch = batch
-        self.chunk = chunk
-        self.interval = interval
-        self.alive = alive
-        self.lease = lease
-        self.mutex_digest = manager.digester.digest(MUTEX, None, None)
-        self._cursor = (0, "")
-
-    def passing(self) -> Operation[ReapResult]:
-        """One pass from the cursor (without the reaper lock), as an operation."""
-        manager = self.manager
-        bucket, after = self._cursor
-        examined = dropped = released = visited = 0
-        while examined < self.batch and visited < manager.buckets:
-            want = min(self.chunk, self.batch - examined)
-            found = yield from page(manager, bucket, after, want)
-            if found:
-                after = found[-1].member
-                entries = [entry for entry in found if entry.digest != self.mutex_digest]
-                gone, freed = (yield from self._reap(bucket, entries)) if entries else (0, 0)
-                examined, dropped, released = examined + len(entries), dropped + gone, released + freed
-            if len(found) < want:
-                bucket, after, visited = (bucket + 1) % manager.buckets, "", visited + 1
-        self._cursor = (bucket, after)
-        return ReapResult(examined, dropped, released)
-
-    def _reap(self, bucket: int, entries: list[LockEntry]) -> Operation[tuple[int, int]]:
-        manager = self.manager
-        keys: list[str] = list(manager.keys.bucket_keys(bucket))
-        args: list[Any] = [manager.max_history]
-        by_scope: dict[bytes, tuple[LockEntry, Scope]] = {}
-        for entry in entries:
-            scope = yield from entry_scope(manager, entry)
-            by_scope[scope.name.encode()] = (entry, scope)
-            keys += scope.slots
-            args += [scope.name, entry.limit]
-        reply = yield Call("lock_reap", keys, args)
-        dropped, live = reap_reply(reply)
-        alive = self.alive
-        if alive is None:
-            return dropped, 0
-        released = 0
-        for name, held in live:
-            if name not in by_scope:
-                raise unexpected_reply("lock_reap", reply)
-            entry, scope = by_scope[name]
-            for token, job_id in held:
-                if not alive(entry, job_id) and (yield from manager.releasing(scope, job_id, token)):
-                    logger.info("reaped lock %s of dead job %s (token %s)", scope.name, job_id, token)
-                    released += 1
-        return dropped, released
 
 
 class Reaper(ReaperBase[Runner]):
     """Reaps one lock namespace: ``run_once()`` for one bounded pass, ``start()`` for a
-    background thread passing every ``interval`` seconds (``stop()`` ends it)."""
+    background runner passing every ``interval`` seconds (``stop()`` ends it)."""
 
     def __init__(self, manager: Namespace[Runner], **options: Any) -> None:
         super().__init__(manager, **options)

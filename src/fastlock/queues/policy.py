@@ -2,9 +2,9 @@
 
 :class:`WorkerBase` holds a worker's options and its loop as a *plan*: a generator yielding
 :class:`Act` requests (a queue method to call, the handler or a hook to run, a pause) and
-receiving their results, or their ``Exception`` thrown in;
-:class:`~fastlock.queues.worker.Worker` drives it with blocking calls,
-:class:`~fastlock.aio.AsyncWorker` awaits the same acts, one plan per loop. The plan decides
+receiving their results, or their ``Exception`` thrown in; :class:`~fastlock.queues.worker.Worker`
+drives it with blocking calls, :class:`~fastlock.aio.AsyncWorker` awaits the same acts, one
+plan per loop (the stop too: :meth:`WorkerBase._waking`). The plan decides
 what happens: batch completion (each success completed before the next job starts, the last
 one with the next claim), renewal of a slow batch, failures (``queue.fail``: retried with
 backoff or :class:`Retry`'s delay, dead-lettered with a traceback or :class:`DeadLetter`'s
@@ -59,7 +59,7 @@ MAX_CONCURRENCY = 10_000
 
 class Act(NamedTuple):
     """A worker plan's request: ``name`` is a queue method (``claim``, ``complete``,
-    ``extend``, ``fail``, ``release``, ``recover``, ``wait``) called with ``args`` and
+    ``extend``, ``fail``, ``release``, ``recover``, ``wait``, ``interrupt``) called with ``args`` and
     ``kwargs``; ``"handle"`` (the handler on ``args[0]``, for at most ``kwargs["timeout"]``
     seconds: past it the transport raises :class:`JobTimeout`); ``"call"`` (a hook:
     ``args[0](*args[1:])``, awaited if it returns an awaitable); or ``"pause"`` (wait
@@ -72,6 +72,7 @@ class Act(NamedTuple):
 
 class _Flag(Protocol):
     def is_set(self) -> bool: ...
+    def set(self) -> None: ...
 
 
 class _Held(Protocol):
@@ -123,8 +124,7 @@ Plan = Generator[Act, Any, None]
 
 
 class WorkerOptions(TypedDict, total=False):
-    """The options of :class:`~fastlock.Worker` and :class:`~fastlock.aio.AsyncWorker`
-    (see :class:`WorkerBase`), typed for ``**options``."""
+    """The options of both workers (see :class:`WorkerBase`), typed for ``**options``."""
 
     concurrency: int
     batch: int
@@ -140,9 +140,10 @@ class WorkerOptions(TypedDict, total=False):
 
 class WorkerBase(Generic[Q]):
     """A worker's options and loop (see the module docstring); one interrupt key is made
-    per concurrent loop. A transport's worker sets ``_stopping`` (an event)."""
+    per concurrent loop. A transport's worker names its queue class and its stop flag's."""
 
-    _stopping: _Flag
+    _queue_type: type[QueueBase[Any]]
+    _flag_type: Callable[[], _Flag]
 
     def __init__(
         self,
@@ -161,8 +162,8 @@ class WorkerBase(Generic[Q]):
         on_retry: Hook | None = None,
         clock: Callable[[], float] = monotonic,
     ) -> None:
-        if not callable(handler):
-            raise ArgumentTypeError("a worker takes a callable handler")
+        if not isinstance(queue, self._queue_type) or not callable(handler):
+            raise ArgumentTypeError(f"{type(self).__name__} takes a {self._queue_type.__name__}, a callable")
         hooks = {"before": before, "after": after, "on_failure": on_failure, "on_retry": on_retry}
         for name, hook in hooks.items():
             if hook is not None and not callable(hook):
@@ -184,6 +185,7 @@ class WorkerBase(Generic[Q]):
         self._warnings = Warnings(clock)
         stop = f"{queue.prefix}stop:{os.urandom(8).hex()}"
         self._interrupts = [stop] if concurrency == 1 else [f"{stop}:{i}" for i in range(concurrency)]
+        self._stopping = self._flag_type()
 
     def _tally(self, max_jobs: int | None, lock: AbstractContextManager[Any] | None = None) -> Tally:
         if max_jobs is not None:
@@ -242,6 +244,15 @@ class WorkerBase(Generic[Q]):
             if (yield from self._handle(job, leases)):
                 done = [job]
         return done
+
+    def _waking(self) -> Plan:
+        """:meth:`stop`: set the flag, then wake every loop (a failed interrupt is logged)."""
+        self._stopping.set()
+        for key in self._interrupts:
+            try:
+                yield Act("interrupt", (key,))
+            except TRANSIENT as exc:
+                self._warn(exc, "could not wake the worker to stop it")
 
     def _hand_back(self, tally: Tally, jobs: list[Job]) -> Generator[Act, Any, None]:
         """Give the unstarted jobs back to ready, their attempts unspent."""

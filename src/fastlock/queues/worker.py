@@ -25,13 +25,12 @@ import signal
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
-from typing import Any, Unpack
+from typing import Any
 
-from ..exceptions import ArgumentTypeError
 from ..operations import run_plan
 from .jobs import Job
 from .outcomes import DeadLetter, JobTimeout, Retry
-from .policy import TRANSIENT, Act, Leases, Plan, Tally, WorkerBase, WorkerOptions
+from .policy import TRANSIENT, Act, Leases, Plan, Tally, WorkerBase
 from .queue import Queue
 
 __all__ = ["TRANSIENT", "DeadLetter", "Heartbeat", "JobTimeout", "Retry", "Worker", "heartbeat"]
@@ -122,29 +121,15 @@ class Worker(WorkerBase[Queue]):
     :class:`~fastlock.queues.policy.WorkerBase`, driven here with blocking calls.
     """
 
+    _queue_type = Queue
+    _flag_type = threading.Event
     _stopping: threading.Event
-
-    def __init__(
-        self,
-        queue: Queue,
-        handler: Callable[[Job], object],
-        **options: Unpack[WorkerOptions],
-    ) -> None:
-        if not isinstance(queue, Queue):
-            raise ArgumentTypeError("Worker takes a Queue and a callable handler")
-        super().__init__(queue, handler, **options)
-        self._stopping = threading.Event()
 
     def stop(self) -> None:
         """Ask :meth:`run` to return once each loop finished its current job (the unstarted
         rest of its batch is handed back, nothing more is claimed); idle loops are woken at
         once. A stopped worker stays stopped."""
-        self._stopping.set()
-        for key in self._interrupts:
-            try:
-                self.queue.interrupt(key)
-            except TRANSIENT as exc:
-                self._warn(exc, "could not wake the worker to stop it")
+        self._drive(self._waking())
 
     def run(self, *, max_jobs: int | None = None, install_signals: bool = False) -> int:
         """Process jobs until :meth:`stop` is called, ``max_jobs`` jobs were handled (by all
