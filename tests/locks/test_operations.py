@@ -71,14 +71,16 @@ def test_the_eviction_policy_falls_back_to_config_get_when_info_is_refused() -> 
 
 
 def test_the_executions_table_matches_the_types() -> None:
-    """Each type's job-helper steps (one table for every transport) agree with its scopes."""
-    from fastlock.locks.base import EXECUTIONS
+    """Each type's job-helper steps (one spec for every transport) agree with its scopes."""
+    from fastlock.locks.types import SPECS
 
-    assert set(EXECUTIONS) == set(fastlock.LockType)
-    for kind, steps in EXECUTIONS.items():
-        assert steps.runtime == kind.runtime
+    assert set(SPECS) == set(fastlock.LockType)
+    for kind, spec in SPECS.items():
+        steps = spec.execution
+        assert steps.runtime == kind.runtime == spec.runtime
+        assert spec.queued or spec.runtime
         assert not (steps.release_first or steps.release_after or steps.relock) or kind.queued
-        assert steps.handoff == (kind is fastlock.LockType.UNTIL_AND_WHILE_EXECUTING)
+        assert steps.handoff == spec.both == (kind is fastlock.LockType.UNTIL_AND_WHILE_EXECUTING)
 
 
 def test_an_async_lock_acquire_is_one_operation(client: fastlock.Client) -> None:

@@ -9,7 +9,7 @@ for a job, so re-acquiring after a lost reply is safe (fastlock does it once its
 
 :class:`LockBase` is everything but the I/O, written once: settings, holder ids, scopes,
 the script calls and operations, conflicts, and what each type does around a job
-(:data:`EXECUTIONS`). A transport's lock (:class:`~fastlock.Lock`,
+(each type's :class:`~fastlock.locks.types.LockSpec`). A transport's lock (:class:`~fastlock.Lock`,
 :class:`~fastlock.aio.AsyncLock`) runs them: build, call (or run the operation), parse.
 The job helpers are not generators of steps: a generator and its driver per helper put the
 sync lifecycle over its instruction budget (``bench/budgets.toml``).
@@ -20,7 +20,6 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
@@ -32,15 +31,18 @@ from ..protocol.arguments import MAX_DURATION, duration_ms
 from .conflict import ConflictBase, Strategy, StrategySpec, resolve_strategy
 from .keys import RUNTIME, Scope
 from .namespace import Namespace
+from .options import OPTION_NAMES, LockOptions, check_options
 from .replies import holders_reply
 from .types import (
     _BY_NAME,
     MAX_LIMIT,
+    SPECS,
     TTL_REQUIRED,
     WAITED,
     WAITING,
     Holder,
     LockInfo,
+    LockSpec,
     LockType,
     check_job_id,
     check_limit,
@@ -51,55 +53,14 @@ from .waiting import attempt, wait_for
 if TYPE_CHECKING:
     from ..operations import AsyncRunner, Runner
 
-__all__ = ["EXECUTIONS", "Execution", "LockBase", "lost_before_release", "new_lock", "token"]
+__all__ = ["LockBase", "lost_before_release", "new_lock", "token"]
 
 R = TypeVar("R", bound="Runner | AsyncRunner")
 L = TypeVar("L", bound="LockBase[Any]")
 logger = logging.getLogger("fastlock.lock")
 
-# The members as globals: an attribute of an Enum class is slow to read (its metaclass has
-# __getattr__), and the hot paths compare types.
-_UNTIL_EXECUTING = LockType.UNTIL_EXECUTING
-_UNTIL_EXECUTED = LockType.UNTIL_EXECUTED
-_UNTIL_EXPIRED = LockType.UNTIL_EXPIRED
-_WHILE_EXECUTING_REJECT = LockType.WHILE_EXECUTING_REJECT
-_UNTIL_AND_WHILE_EXECUTING = LockType.UNTIL_AND_WHILE_EXECUTING
-
 _serials = itertools.count()  # numbers lock objects; with the thread's (or task's) tag, the default job id
-_QUEUED = frozenset(kind for kind in LockType if kind.queued)  # a set: faster than the property
 _NO_STRATEGIES: Mapping[str, Strategy | None] = MappingProxyType({})  # no strategy on either side
-
-
-@dataclass(frozen=True, slots=True)
-class Execution:
-    """What :meth:`Lock.execute <fastlock.Lock.execute>` does around the job for one lock
-    type, as data (each transport's lock runs it in these steps, in this order):
-
-    1. ``release_first``: release the queue-time lock;
-    2. ``runtime``: take the runtime lock (waiting up to ``timeout``; with ``handoff`` in the
-       script that releases the queue-time lock); not taken: the execute-side strategy's
-       result is returned and the job does not run;
-    3. run the job; if it raises and ``relock``: take the queue-time lock again;
-    4. ``runtime``: release the runtime lock, whatever the job did;
-    5. ``release_after``: once the job returned, release the queue-time lock (a warning if
-       nothing was held)."""
-
-    release_first: bool = False
-    runtime: bool = False
-    handoff: bool = False
-    relock: bool = False
-    release_after: bool = False
-
-
-EXECUTIONS: dict[LockType, Execution] = {
-    _UNTIL_EXECUTING: Execution(release_first=True, relock=True),
-    _UNTIL_EXECUTED: Execution(release_after=True),
-    _UNTIL_EXPIRED: Execution(),
-    LockType.WHILE_EXECUTING: Execution(runtime=True),
-    _WHILE_EXECUTING_REJECT: Execution(runtime=True),
-    _UNTIL_AND_WHILE_EXECUTING: Execution(runtime=True, handoff=True, relock=True),
-}
-"""The job-helper semantics of every lock type (sidekiq-unique-jobs'), written once."""
 
 
 def lost_before_release(job_id: str, digest: str) -> None:
@@ -131,9 +92,9 @@ class LockBase(Generic[R]):
         "_job_id",
         "_main_scope",
         "_queue",
-        "_queued",
         "_runtime",
         "_serial",
+        "_spec",
         "_strategies",
         "_ttl_ms",
         "digest",
@@ -152,6 +113,7 @@ class LockBase(Generic[R]):
     _runtime: Scope
     _main_scope: Scope | None
     _serial: str | None
+    _spec: LockSpec  # what the type is (read instead of comparing types)
     _strategies: Mapping[str, Strategy | None]
 
     def __init__(
@@ -168,9 +130,10 @@ class LockBase(Generic[R]):
         on_conflict: StrategySpec | Mapping[str, StrategySpec] = None,
     ) -> None:
         kind = self.type = type if type.__class__ is LockType else LockType.parse(type)
+        spec = self._spec = SPECS[kind]
         if ttl is None:
-            if kind is _UNTIL_EXPIRED:
-                raise ArgumentError("an until_expired lock needs a ttl")
+            if spec.ttl_required:
+                raise ArgumentError(f"an {kind.value} lock needs a ttl")
             ttl_ms = 0
         elif (ttl.__class__ is float or ttl.__class__ is int) and 0.001 <= ttl <= MAX_DURATION:
             ttl_ms = round(ttl * 1000)  # duration_ms's result without its call (the lock path's budget)
@@ -193,16 +156,15 @@ class LockBase(Generic[R]):
         self._ttl_ms = ttl_ms
         self._flags = manager.flags
         self._call = manager.call
-        self._queued = queued = kind in _QUEUED
         self._main_scope = None
-        forced = "reject" if kind is _WHILE_EXECUTING_REJECT else None
+        forced = spec.forced_strategy
         if on_conflict is None and forced is None:
             self._strategies = _NO_STRATEGIES
             return
         strategies = self._strategies = {}  # by side; a missing side: None
-        if queued:
+        if spec.queued:
             strategies["enqueue"] = resolve_strategy(on_conflict, "enqueue", manager.strategies)
-        if kind.runtime:
+        if spec.runtime:
             strategies["execute"] = resolve_strategy(forced or on_conflict, "execute", manager.strategies)
 
     @property
@@ -225,12 +187,12 @@ class LockBase(Generic[R]):
     def _bind(self) -> Scope:
         """Build the type's scopes (the namespace's eviction policy is checked first, by the
         transport's lock); returns the main one."""
-        manager = self.manager
-        if self._queued:
+        manager, spec = self.manager, self._spec
+        if spec.queued:
             self._queue = manager.scope(self.digest, "", self.limit)
-        if not self._queued or self.type is _UNTIL_AND_WHILE_EXECUTING:  # the runtime types
+        if spec.runtime:
             self._runtime = manager.scope(self.digest, RUNTIME, self.limit)
-        scope = self._main_scope = self._queue if self._queued else self._runtime
+        scope = self._main_scope = self._queue if spec.queued else self._runtime
         return scope
 
     # --- calls and operations ---------------------------------------------------------
@@ -282,14 +244,14 @@ class LockBase(Generic[R]):
             raise LockError("extend needs a ttl (the lock has none): pass extend(ttl=...)")
         ttl_ms = self._ttl_ms if ttl is None else duration_ms(ttl, "ttl")
         keys = (self._main_scope or self._bind()).keys
-        if self.type is _UNTIL_AND_WHILE_EXECUTING:
+        if self._spec.both:
             keys = (*self._runtime.keys, self._queue.wake, *self._queue.slots)
         return Call("lock_extend", keys, (self._holder(job_id), ttl_ms, self.limit))
 
     def _locked_command(self) -> Command:
         """The command whose truthy reply says someone holds the lock (after :meth:`_bind`)."""
         slots = (self._main_scope or self._bind()).slots
-        if self.type is _UNTIL_AND_WHILE_EXECUTING:
+        if self._spec.both:
             slots = slots + self._runtime.slots
         return Command(("EXISTS", *slots))
 
@@ -297,15 +259,16 @@ class LockBase(Generic[R]):
         return holders_reply((yield Call("lock_inspect", scope.keys, ())), scope.name.endswith(RUNTIME))
 
     def _holding(self) -> Operation[list[Holder]]:
-        """The holders (after :meth:`_bind`; until_and_while_executing: queue-time, then runtime)."""
-        if self.type is _UNTIL_AND_WHILE_EXECUTING:
+        """The holders (after :meth:`_bind`; with both scopes: queue-time, then runtime)."""
+        if self._spec.both:
             return (yield from self._inspecting(self._queue)) + (yield from self._inspecting(self._runtime))
         return (yield from self._inspecting(self._main_scope or self._bind()))
 
     def _informing(self) -> Operation[LockInfo]:
         """Settings and holders of both scopes (after :meth:`_bind`)."""
-        holders = (yield from self._inspecting(self._queue)) if self._queued else []
-        runtime = (yield from self._inspecting(self._runtime)) if self.type.runtime else []
+        spec = self._spec
+        holders = (yield from self._inspecting(self._queue)) if spec.queued else []
+        runtime = (yield from self._inspecting(self._runtime)) if spec.runtime else []
         return LockInfo(
             self.digest, self.name, self.type, self.limit, self.ttl, self.timeout, holders, runtime
         )
@@ -337,43 +300,27 @@ class LockBase(Generic[R]):
         return f"<fastlock.{type(self).__name__} {label} type={kind} limit={self.limit} ttl={self.ttl}>"
 
 
-def _new_lock(
-    cls: type[L],
-    manager: Any,
-    digest: str,
-    name: str | None,
-    kind: str | LockType,
-    ttl: float | None,
-    timeout: float,
-    limit: int,
-    job_id: str | None,
-    on_conflict: StrategySpec | Mapping[str, StrategySpec],
-) -> L:
-    """``cls(manager, digest, name, type=kind, ttl=ttl, ...)``: how the managers build locks."""
-    return cls(
-        manager,
-        digest,
-        name,
-        type=kind,
-        ttl=ttl,
-        timeout=timeout,
-        limit=limit,
-        job_id=job_id,
-        on_conflict=on_conflict,
-    )
+def _new_lock(cls: type[L], manager: Any, digest: str, name: str | None, options: LockOptions) -> L:
+    """``cls(manager, digest, name, **options)``, an unknown option refused first: how the
+    managers build locks."""
+    if not OPTION_NAMES.issuperset(options):
+        check_options(options)  # raises
+    return cls(manager, digest, name, **options)
 
 
 # new_lock is the Cython core's twin of _new_lock (``locks/new.pxi``): the same lock, the
-# common options' slots set in C without the class call; it is told the lock vocabulary here.
+# common options' slots set in C without the class call, anything else handed to _new_lock;
+# it is told the lock vocabulary here (the specs of the types it builds: those without a
+# forced strategy, left to the class call) and the options' defaults (LockBase.__init__'s).
 _SPEC = (
     LockType,
-    _UNTIL_EXPIRED,
-    _WHILE_EXECUTING_REJECT,
+    {kind: spec for kind, spec in SPECS.items() if spec.forced_strategy is None},
     _BY_NAME,
-    tuple(_QUEUED),
     _NO_STRATEGIES,
     MAX_DURATION,
     MAX_LIMIT,
+    _new_lock,
+    LockBase.__init__.__kwdefaults__,
 )
 _CORE = load_core()[1]
 if hasattr(_CORE, "_lock_spec"):

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from ..exceptions import ConnectionError, LockConflictError, LockNotOwnedError
-from ..locks.base import EXECUTIONS, LockBase, lost_before_release
+from ..locks.base import LockBase, lost_before_release
 from ..locks.conflict import Conflict
 from ..locks.keys import Scope
 from ..locks.replies import acquire_reply, token_reply
@@ -114,7 +114,7 @@ class Lock(LockBase[Runner]):
         job; on a conflict the enqueue-side strategy runs (a token it returns counts as taken)."""
         if job_id.__class__ is not str or not job_id:  # a given str passes without a call
             check_job_id(job_id)
-        if not self._queued:
+        if not self._spec.queued:
             return True
         queue = self._queue if self._main_scope else self._bound()
         reply = self._take(queue, job_id, 0.0)
@@ -129,13 +129,13 @@ class Lock(LockBase[Runner]):
         until_expired never releases; the while_executing types hold the runtime lock
         around ``fn`` (waiting up to ``timeout``); until_and_while_executing swaps the
         queue-time lock for the runtime lock in one script and re-locks if ``fn`` raises
-        (:data:`~fastlock.locks.base.EXECUTIONS`). On asyncio ``fn`` is awaited (cancelling
-        it counts as raising).
+        (the type's :attr:`~fastlock.locks.types.LockSpec.execution`). On asyncio ``fn`` is
+        awaited (cancelling it counts as raising).
         """
         if job_id.__class__ is not str or not job_id:  # a given str passes without a call
             check_job_id(job_id)
         self._main_scope or self._bound()
-        steps = EXECUTIONS[self.type]
+        steps = self._spec.execution
         if steps.release_first:
             self._release(self._queue, job_id)
         if steps.runtime:

@@ -1,12 +1,13 @@
-"""The lock vocabulary shared by every lock module: :class:`LockType`, :class:`Holder`,
-:class:`LockInfo`, job ids, and the acquire flag bits, read from the one definition the Lua
-scripts include (``lua/shared/_lock_flags.lua``)."""
+"""The lock vocabulary shared by every lock module: :class:`LockType` and what each type is
+(:data:`SPECS`, one :class:`LockSpec` per type), :class:`Holder`, :class:`LockInfo`, job ids,
+and the acquire flag bits, read from the one definition the Lua scripts include
+(``lua/shared/_lock_flags.lua``)."""
 
 from __future__ import annotations
 
 import enum
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..exceptions import ArgumentError, ArgumentTypeError
@@ -15,12 +16,15 @@ from ..scripts.registry import builtin_folder
 __all__ = [
     "FENCING",
     "MAX_LIMIT",
+    "SPECS",
     "TRACK",
     "check_limit",
     "WAITED",
     "WAITING",
+    "Execution",
     "Holder",
     "LockInfo",
+    "LockSpec",
     "LockType",
     "TTL_REQUIRED",
     "check_job_id",
@@ -102,21 +106,77 @@ class LockType(str, enum.Enum):  # noqa: UP042 - StrEnum needs Python 3.11
             raise ArgumentError(f"unknown lock type {value!r}; known: {known} (and aliases)") from None
 
     @property
+    def spec(self) -> LockSpec:
+        """What this type is: its scopes, its job-helper steps, its forced strategy."""
+        return SPECS[self]
+
+    @property
     def queued(self) -> bool:
         """True when the type locks at enqueue time (the digest's queue scope)."""
-        return self is not _WHILE_EXECUTING and self is not _WHILE_EXECUTING_REJECT
+        return SPECS[self].queued
 
     @property
     def runtime(self) -> bool:
         """True when the type locks while the job runs (the digest's ``:run`` scope)."""
-        return (
-            self is _WHILE_EXECUTING or self is _WHILE_EXECUTING_REJECT or self is _UNTIL_AND_WHILE_EXECUTING
-        )
+        return SPECS[self].runtime
 
 
-_WHILE_EXECUTING = LockType.WHILE_EXECUTING  # globals: an Enum class attribute is slow to read
-_WHILE_EXECUTING_REJECT = LockType.WHILE_EXECUTING_REJECT
-_UNTIL_AND_WHILE_EXECUTING = LockType.UNTIL_AND_WHILE_EXECUTING
+@dataclass(frozen=True, slots=True)
+class Execution:
+    """What :meth:`Lock.execute <fastlock.Lock.execute>` does around the job for one lock
+    type, as data (each transport's lock runs it in these steps, in this order):
+
+    1. ``release_first``: release the queue-time lock;
+    2. ``runtime``: take the runtime lock (waiting up to ``timeout``; with ``handoff`` in the
+       script that releases the queue-time lock); not taken: the execute-side strategy's
+       result is returned and the job does not run;
+    3. run the job; if it raises and ``relock``: take the queue-time lock again;
+    4. ``runtime``: release the runtime lock, whatever the job did;
+    5. ``release_after``: once the job returned, release the queue-time lock (a warning if
+       nothing was held)."""
+
+    release_first: bool = False
+    runtime: bool = False
+    handoff: bool = False
+    relock: bool = False
+    release_after: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class LockSpec:
+    """One lock type as data, read by :class:`~fastlock.locks.base.LockBase` and the Cython
+    lock builder (``locks/new.pxi``) instead of comparing types.
+
+    ``queued``: it has the queue-time scope (the digest's, taken at enqueue); ``runtime``: the
+    runtime scope (``<digest>:run``, taken while the job runs); with both (``both``), acquire
+    and release act on the queue-time one, ``extend`` on the runtime one (and the queue-time
+    wake key), ``locked`` and ``holders`` on both. ``execution``: the job-helper steps.
+    ``forced_strategy``: the execute side's conflict strategy whatever ``on_conflict`` says.
+    ``ttl_required``: ``ttl=None`` is refused (the lock is its expiry)."""
+
+    queued: bool
+    runtime: bool
+    execution: Execution
+    forced_strategy: str | None = None
+    ttl_required: bool = False
+    both: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "both", self.queued and self.runtime)
+
+
+SPECS: dict[LockType, LockSpec] = {
+    LockType.UNTIL_EXECUTING: LockSpec(True, False, Execution(release_first=True, relock=True)),
+    LockType.UNTIL_EXECUTED: LockSpec(True, False, Execution(release_after=True)),
+    LockType.UNTIL_EXPIRED: LockSpec(True, False, Execution(), ttl_required=True),
+    LockType.WHILE_EXECUTING: LockSpec(False, True, Execution(runtime=True)),
+    LockType.WHILE_EXECUTING_REJECT: LockSpec(False, True, Execution(runtime=True), forced_strategy="reject"),
+    LockType.UNTIL_AND_WHILE_EXECUTING: LockSpec(
+        True, True, Execution(runtime=True, handoff=True, relock=True)
+    ),
+}
+"""Every lock type's spec (sidekiq-unique-jobs' semantics), written once: a new type is a
+:class:`LockType` member and its entry here (``docs/locks.md``, "Adding a lock type")."""
 
 _ALIASES = {
     "while_enqueued": "until_executing",
