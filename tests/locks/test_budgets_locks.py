@@ -21,8 +21,8 @@ def within(measured: float, budget: float) -> bool:
 
 def test_budgets_stay_under_the_hard_ceilings() -> None:
     """until_executed in at most 8 server commands (README), 2 round trips for every type with
-    two transitions (3 for a type with both scopes, until_and_while_executing); the budget
-    file may only go lower."""
+    two transitions (3 for a type with both scopes: until_and_while_executing); the budget file
+    may only go lower."""
     assert within(BUDGETS["until_executed"]["commands"], 8)
     for kind in fastlock.LockType:
         limit = 3 if kind.spec.both else 2  # both scopes: the hand-off is one more
