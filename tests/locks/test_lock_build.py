@@ -21,7 +21,6 @@ CLIENT = fastlock.Client("redis://127.0.0.1:1")  # never connected: building a l
 MANAGER = fastlock.LockManager(CLIENT)
 DIGEST = "0123456789abcdef"
 _UNSET = object()
-OMIT = object()  # an option not given
 if CYTHON_CORE is not None:  # told the vocabulary even when FASTLOCK_IMPL=python left it untold
     CYTHON_CORE._lock_spec(*base._SPEC)
     new_lock = CYTHON_CORE._lock_new
@@ -45,11 +44,6 @@ options = st.fixed_dictionaries(  # each option: the common values (the core's) 
         "job_id": st.sampled_from([None, "job"]) | st.sampled_from(["", 7, b"job"]),
         "on_conflict": st.none() | st.sampled_from(["reject", "raise", "nope", {"enqueue": "reject"}]),
     }
-).flatmap(  # any option left out (its default), an unknown one added
-    lambda values: st.fixed_dictionaries(
-        {key: st.just(value) | st.just(OMIT) for key, value in values.items()},
-        optional={"tll": st.just(5), "blocking": st.just(True)},
-    )
 )
 
 
@@ -64,14 +58,9 @@ def slots(lock: LockBase[Any]) -> list[tuple[str, Any]]:
     return found
 
 
-def as_options(values: dict[str, Any]) -> Any:
-    """The options dict of ``values`` (``kind``: the ``type`` option; ``OMIT``: left out)."""
-    return {("type" if key == "kind" else key): value for key, value in values.items() if value is not OMIT}
-
-
 def outcome(build: Any, cls: type[LockBase[Any]], manager: Any, values: dict[str, Any]) -> Any:
     try:
-        lock = build(cls, manager, DIGEST, "job", as_options(values))
+        lock = build(cls, manager, DIGEST, "job", *values.values())
     except Exception as exc:  # noqa: BLE001 - compared
         return type(exc), str(exc)
     return type(lock), slots(lock)
@@ -123,7 +112,7 @@ def test_the_core_builds_each_transports_lock() -> None:
         "job_id": "j",
         "on_conflict": None,
     }
-    built = new_lock(AsyncLock, manager, DIGEST, "job", as_options(values))
+    built = new_lock(AsyncLock, manager, DIGEST, "job", *values.values())
     assert type(built) is AsyncLock and built._call == manager.call
     assert outcome(new_lock, AsyncLock, manager, values) == outcome(_new_lock, AsyncLock, manager, values)
     assert outcome(new_lock, fastlock.Lock, MANAGER, values) == outcome(
@@ -142,20 +131,25 @@ def test_the_managers_pass_their_options_to_the_lock() -> None:
         "j",
     )
     assert lock.digest == MANAGER.digest("job", None, [1]) and lock.name == "job"
-    with pytest.raises(fastlock.ArgumentError, match="unknown lock option 'bogus'"):
-        MANAGER.lock("job", ttl=1, bogus=1)  # type: ignore[call-arg]
-    with pytest.raises(fastlock.ArgumentError, match="did you mean ttl="):
-        CLIENT.lock("job", tll=1)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="bogus"):
+        MANAGER.lock("job", bogus=1)  # type: ignore[call-arg]
     with pytest.raises(fastlock.ArgumentError, match="needs a ttl"):
         MANAGER.lock("job", type="until_expired", ttl=None)
     with pytest.raises(fastlock.ArgumentError, match="ttl=None"):
         MANAGER.lock("job")
 
 
-def test_the_options_are_declared_once() -> None:
-    """``LockOptions`` (the typing of every entry point) names exactly ``LockBase``'s options
-    (their defaults), which the core is handed."""
-    from fastlock.locks.options import OPTION_NAMES
+def test_the_options_are_declared_alike() -> None:
+    """``LockOptions`` (the typing of ``client.lock`` and the integrations) names exactly the
+    options of ``LockBase`` and of the managers' ``lock`` (kept as keyword parameters: the
+    build's hot path)."""
+    import inspect
 
-    assert set(LockBase.__init__.__kwdefaults__) == OPTION_NAMES
-    assert base._SPEC[-1] is LockBase.__init__.__kwdefaults__
+    from fastlock.locks.options import LockOptions
+
+    names = LockOptions.__required_keys__ | LockOptions.__optional_keys__
+    assert set(LockBase.__init__.__kwdefaults__) == names
+    for lock in (fastlock.LockManager.lock, AsyncLockManager.lock):
+        keywords = [p.name for p in inspect.signature(lock).parameters.values() if p.kind is p.KEYWORD_ONLY]
+        assert set(keywords) - {"digest", "queue", "args"} == names, lock
+        assert lock.__kwdefaults__["ttl"] is TTL_REQUIRED

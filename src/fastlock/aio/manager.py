@@ -3,15 +3,15 @@ its locks, its reaper and its admin (the operations of :mod:`fastlock.locks.admi
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from typing import Any, Unpack
+from collections.abc import AsyncIterator, Iterator, Mapping
+from typing import Any
 
 from ..locks import admin
 from ..locks.base import new_lock
+from ..locks.conflict import StrategySpec
 from ..locks.keys import ChangelogEntry, LockEntry, Scope
 from ..locks.namespace import Namespace
-from ..locks.options import LockOptions
-from ..locks.types import Holder
+from ..locks.types import TTL_REQUIRED, Holder, LockType
 from ..operations import AsyncRunner
 from .lock import AsyncLock
 from .reaper import AsyncReaper
@@ -49,14 +49,18 @@ class AsyncLockManager(Namespace[AsyncRunner]):
         digest: str | None = None,
         queue: str | None = None,
         args: Any = None,
-        **options: Unpack[LockOptions],
+        type: str | LockType = LockType.UNTIL_EXECUTED,  # noqa: A002 - the public keyword is type=
+        ttl: float | None = TTL_REQUIRED,
+        timeout: float = 0.0,
+        limit: int = 1,
+        job_id: str | None = None,
+        on_conflict: StrategySpec | Mapping[str, StrategySpec] = None,
     ) -> AsyncLock:
-        """A lock on ``digest``, or on the digest of (``name``, ``queue``, ``args``); ``options``
-        (:class:`~fastlock.locks.options.LockOptions`) are :class:`AsyncLock`'s (an unknown one
-        refused, each checked there; the common ones by the Cython core, which builds the same
-        lock without the class call: :func:`~fastlock.locks.base.new_lock`)."""
+        """A lock on ``digest``, or on the digest of (``name``, ``queue``, ``args``); the other
+        options are :class:`AsyncLock`'s (checked there; the common ones by the Cython core, which
+        builds the same lock without the class call: :func:`~fastlock.locks.base.new_lock`)."""
         digest = self.lock_digest(name, digest, queue, args)
-        return new_lock(AsyncLock, self, digest, name, options)
+        return new_lock(AsyncLock, self, digest, name, type, ttl, timeout, limit, job_id, on_conflict)
 
     def reaper(self, **options: Any) -> AsyncReaper:
         """A :class:`~fastlock.locks.reaper.Reaper` for this namespace (options: see there)."""

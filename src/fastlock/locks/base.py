@@ -31,7 +31,6 @@ from ..protocol.arguments import MAX_DURATION, duration_ms
 from .conflict import ConflictBase, Strategy, StrategySpec, resolve_strategy
 from .keys import RUNTIME, Scope
 from .namespace import Namespace
-from .options import OPTION_NAMES, LockOptions, check_options
 from .replies import holders_reply
 from .types import (
     _BY_NAME,
@@ -300,18 +299,35 @@ class LockBase(Generic[R]):
         return f"<fastlock.{type(self).__name__} {label} type={kind} limit={self.limit} ttl={self.ttl}>"
 
 
-def _new_lock(cls: type[L], manager: Any, digest: str, name: str | None, options: LockOptions) -> L:
-    """``cls(manager, digest, name, **options)``, an unknown option refused first: how the
-    managers build locks."""
-    if not OPTION_NAMES.issuperset(options):
-        check_options(options)  # raises
-    return cls(manager, digest, name, **options)
+def _new_lock(
+    cls: type[L],
+    manager: Any,
+    digest: str,
+    name: str | None,
+    kind: str | LockType,
+    ttl: float | None,
+    timeout: float,
+    limit: int,
+    job_id: str | None,
+    on_conflict: StrategySpec | Mapping[str, StrategySpec],
+) -> L:
+    """``cls(manager, digest, name, type=kind, ttl=ttl, ...)``: how the managers build locks."""
+    return cls(
+        manager,
+        digest,
+        name,
+        type=kind,
+        ttl=ttl,
+        timeout=timeout,
+        limit=limit,
+        job_id=job_id,
+        on_conflict=on_conflict,
+    )
 
 
 # new_lock is the Cython core's twin of _new_lock (``locks/new.pxi``): the same lock, the
-# common options' slots set in C without the class call, anything else handed to _new_lock;
-# it is told the lock vocabulary here (the specs of the types it builds: those without a
-# forced strategy, left to the class call) and the options' defaults (LockBase.__init__'s).
+# common options' slots set in C without the class call; it is told the lock vocabulary here
+# (the specs of the types it builds: those without a forced strategy, left to the class call).
 _SPEC = (
     LockType,
     {kind: spec for kind, spec in SPECS.items() if spec.forced_strategy is None},
@@ -319,8 +335,6 @@ _SPEC = (
     _NO_STRATEGIES,
     MAX_DURATION,
     MAX_LIMIT,
-    _new_lock,
-    LockBase.__init__.__kwdefaults__,
 )
 _CORE = load_core()[1]
 if hasattr(_CORE, "_lock_spec"):

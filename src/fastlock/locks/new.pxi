@@ -1,16 +1,14 @@
 # A lock built by the Cython core (included by ``_core.pyx``): ``_lock_new(cls, manager,
-# digest, name, options)`` is ``cls(manager, digest, name, **options)`` for ``cls`` a
-# ``LockBase`` subclass (``locks/base.py``) and ``options`` a ``LockOptions`` dict, its
-# pure-Python twin ``locks.base._new_lock``. For the common options it sets the slots
-# ``LockBase.__init__`` sets, in C, without the class call. Any other options go to the twin,
-# which checks them or refuses them as it always does: an unknown option, a type given other
-# than as a LockType member or a known name, a ttl, timeout or limit not an exact float or int
-# in range (or no ttl for a type whose spec requires one), a job id not a non-empty exact str,
-# a conflict strategy (or a type whose spec forces one: not in the specs handed over).
-# ``_lock_spec`` hands it the lock vocabulary and ``LockBase.__init__``'s defaults once
-# (``locks/base.py``, at import). Sans I/O.
+# digest, name, type, ttl, timeout, limit, job_id, on_conflict)`` is ``cls(manager, digest,
+# name, type=type, ttl=ttl, ...)`` for ``cls`` a ``LockBase`` subclass (``locks/base.py``),
+# its pure-Python twin ``locks.base.new_lock``. For the common options it sets the slots
+# ``LockBase.__init__`` sets, in C, without the class call. Any other options go to that call,
+# which checks them or refuses them as it always does: a type given other than as a LockType
+# member or a known name, a ttl, timeout or limit not an exact float or int in range (or no
+# ttl for a type whose spec requires one), a job id not a non-empty exact str, a conflict
+# strategy (or a type whose spec forces one: not in the specs handed over). ``_lock_spec``
+# hands it the lock vocabulary once (``locks/base.py``, at import). Sans I/O.
 
-from cpython.dict cimport PyDict_GetItem, PyDict_Size
 from libc.math cimport round as c_round
 
 cdef extern from "Python.h":
@@ -29,24 +27,16 @@ cdef dict lock_type_names = None  # every type's name and alias -> the type
 cdef object lock_no_strategies = None
 cdef double lock_max_duration = 0.0
 cdef long lock_max_limit = 0
-cdef object lock_fallback = None  # locks.base._new_lock
-cdef object lock_default_type = None  # LockBase.__init__'s defaults
-cdef object lock_default_ttl = None
-cdef object lock_default_timeout = None
-cdef object lock_default_limit = None
 
 
 def _lock_spec(lock_type, dict specs, dict names, no_strategies, double max_duration,
-               long max_limit, fallback, dict defaults):
+               long max_limit):
     """Hand ``_lock_new`` the lock vocabulary of ``locks/types.py`` and ``locks/base.py``."""
     global lock_type_class, lock_specs, lock_type_names
-    global lock_no_strategies, lock_max_duration, lock_max_limit, lock_fallback
-    global lock_default_type, lock_default_ttl, lock_default_timeout, lock_default_limit
+    global lock_no_strategies, lock_max_duration, lock_max_limit
     lock_type_class = lock_type
     lock_specs, lock_type_names, lock_no_strategies = specs, names, no_strategies
-    lock_max_duration, lock_max_limit, lock_fallback = max_duration, max_limit, fallback
-    lock_default_type, lock_default_ttl = defaults["type"], defaults["ttl"]
-    lock_default_timeout, lock_default_limit = defaults["timeout"], defaults["limit"]
+    lock_max_duration, lock_max_limit = max_duration, max_limit
 
 
 cdef tuple lock_slot_setters(type cls):
@@ -69,34 +59,22 @@ cdef double py_round(double x):
     return rounded
 
 
-cdef inline object lock_option(dict options, str key, object default, Py_ssize_t* found):
-    """``options[key]`` counted in ``found``, else ``default``."""
-    cdef PyObject* value = PyDict_GetItem(options, key)
-    if value == NULL:
-        return default
-    found[0] += 1
-    return <object>value
-
-
-def _lock_new(type cls, manager, digest, name, dict options):
-    """``cls(manager, digest, name, **options)``, the common options' slots set in C (see
-    above)."""
+def _lock_new(type cls, manager, digest, name, kind, ttl, timeout, limit, job_id, on_conflict):
+    """``cls(manager, digest, name, type=kind, ttl=ttl, ...)``, the common options' slots set
+    in C (see above)."""
     cdef long long whole
     cdef double seconds
     cdef int overflow = 0
     cdef tuple setters, values
-    cdef Py_ssize_t i, found = 0
-    kind = lock_option(options, "type", lock_default_type, &found)
-    ttl = lock_option(options, "ttl", lock_default_ttl, &found)
-    timeout = lock_option(options, "timeout", lock_default_timeout, &found)
-    limit = lock_option(options, "limit", lock_default_limit, &found)
-    job_id = lock_option(options, "job_id", None, &found)
+    cdef Py_ssize_t i
+    given = kind
     if type(kind) is not lock_type_class:
         kind = lock_type_names.get(kind) if type(kind) is str else None
     spec = lock_specs.get(kind)
-    if (spec is None or found != PyDict_Size(options)  # on_conflict or an unknown option
+    if (spec is None or on_conflict is not None
             or not (job_id is None or (type(job_id) is str and len(<str>job_id)))):
-        return lock_fallback(cls, manager, digest, name, options)
+        return cls(manager, digest, name, type=given, ttl=ttl, timeout=timeout, limit=limit,
+                   job_id=job_id, on_conflict=on_conflict)
     if type(timeout) is float:
         seconds = PyFloat_AS_DOUBLE(timeout)
         if not 0.0 <= seconds <= lock_max_duration:
@@ -132,7 +110,8 @@ def _lock_new(type cls, manager, digest, name, dict options):
     else:
         kind = None
     if kind is None:
-        return lock_fallback(cls, manager, digest, name, options)
+        return cls(manager, digest, name, type=given, ttl=ttl, timeout=timeout, limit=limit,
+                   job_id=job_id, on_conflict=on_conflict)
     setters = lock_slot_setters(cls)
     lock = new_slots_object(cls)
     values = (kind, ttl, timeout, limit, manager, digest, name, job_id, None, ttl_ms,
