@@ -24,7 +24,7 @@ from decimal import Decimal
 from typing import Any
 from uuid import UUID
 
-from ._impl import load_core
+from ._impl import default_core
 from .exceptions import ArgumentError, ArgumentTypeError
 
 __all__ = ["Digester", "HashFunction", "canonical", "check_digest", "encode_value"]
@@ -60,17 +60,14 @@ try:
 except (ImportError, TypeError):
     _ENCODE = None
 
-# The Cython core's helpers (``digest.pxi``), None under the pure-Python core: its encoder of
-# the common values (the same bytes, or None for a value it leaves to the json encoder above,
-# its pure-Python twin) and its digest test (``_HEX.fullmatch``'s answer for a str).
-_CORE = load_core()[1]
-_FAST: Callable[[str, str | None, Any], bytes | None] | None = getattr(_CORE, "_canonical_json", None)
-_IS_DIGEST: Callable[[object], bool] | None = getattr(_CORE, "_is_digest", None)
+# The core's helpers (``_coreparts/domain_digest.pxi``, chosen once by ``default_core``): its
+# encoder of the common values (the same bytes, or None for a value it leaves to the json
+# encoder above) and its digest test (``_HEX.fullmatch``'s answer for a str).
 
 
 def canonical(name: str, queue: str | None = None, args: Any = None) -> bytes:
     """The bytes that are hashed: ``[name, queue, args]`` as canonical JSON, UTF-8."""
-    return (_FAST is not None and _FAST(name, queue, args)) or _json(name, queue, args)
+    return default_core()._canonical_json(name, queue, args) or _json(name, queue, args)
 
 
 def _json(name: str, queue: str | None, args: Any) -> bytes:
@@ -88,7 +85,7 @@ def _json(name: str, queue: str | None, args: Any) -> bytes:
 def check_digest(digest: str) -> str:
     """Return ``digest`` if it is 8 to 128 lowercase hex digits, else raise
     ``ArgumentTypeError`` (not a str) or ``ArgumentError`` (a ``ValueError``)."""
-    if _IS_DIGEST is not None and _IS_DIGEST(digest):
+    if default_core()._is_digest(digest):
         return digest  # without the regular expression (the core's check is cheaper)
     if not isinstance(digest, str):
         raise ArgumentTypeError(f"a digest is a str, not {type(digest).__qualname__!r}")

@@ -61,7 +61,7 @@ def _outcome(encode: Any, args: Any) -> Any:
 
 
 ENCODERS = [
-    pytest.param("core", id="cython-core", marks=needs_cython),  # digest.pxi, then json's C encoder
+    pytest.param("core", id="cython-core", marks=needs_cython),  # domain_digest.pxi, then json's C encoder
     pytest.param("json-c", id="c-encoder"),
     pytest.param("json", id="public-encoder"),
 ]
@@ -116,7 +116,7 @@ _VALUES = st.recursive(
 def test_the_core_encoder_writes_json_s_bytes_or_leaves_the_value_to_json(
     name: str, queue: str | None, args: Any
 ) -> None:
-    """``_core._canonical_json`` (digest.pxi) gives the json encoder's exact bytes, or None
+    """``_core._canonical_json`` (_coreparts/domain_digest.pxi) gives the json encoder's exact bytes, or None
     (then json gives its bytes or its error); never other bytes, never an error of its own."""
     fast = CYTHON_CORE._canonical_json(name, queue, args)  # type: ignore[union-attr]
     expected = _outcome(lambda a: _json_of(name, queue, a), args)

@@ -98,7 +98,7 @@ def test_any_prefix_gives_one_slot_per_script_or_is_refused(redis_url: str) -> N
 def test_the_core_builds_the_scopes_keyspace_builds(
     prefix: str, buckets: int, digest: str, suffix: str, limit: int
 ) -> None:
-    """``_core._lock_scope`` (locks/keys.pxi) gives ``KeySpace.scope``'s scope (name, keys, and
+    """``_core._lock_scope`` (_coreparts/domain_keys.pxi) gives ``KeySpace.scope``'s scope (name, keys, and
     the bucket's cached keys), or None for a digest it leaves to it (then the same error)."""
     core, python = KeySpace(prefix, buckets), KeySpace(prefix, buckets)
 

@@ -117,7 +117,7 @@ _REPLY = st.builds(
 @settings(max_examples=1000, deadline=None)
 @given(reply=_REPLY)
 def test_the_core_reads_a_claim_as_claimed_does(reply: Any) -> None:
-    """``_core._claimed_jobs`` (queues/jobs.pxi) gives the batch the pure-Python ``claimed``
+    """``_core._claimed_jobs`` (_coreparts/domain_jobs.pxi) gives the batch the pure-Python ``claimed``
     gives, or None for a reply it leaves to it; ``claimed`` with the core gives the same
     batch or the same error as without it."""
     fast = CYTHON_CORE._claimed_jobs(reply, Job, Batch)  # type: ignore[union-attr]
@@ -148,9 +148,9 @@ def test_the_core_reads_the_common_claims_itself() -> None:
     extra=st.integers(-2, 3),
 )
 def test_the_core_writes_fresh_ids_as_the_python_twin_does(head: str, numbers: list[Any], extra: int) -> None:
-    """``_core._numbered`` (queues/jobs.pxi) gives ``_ids._numbered``'s ids, or its error (the
+    """``_core._numbered`` (_coreparts/domain_jobs.pxi) gives its pure twin's ids, or its error (the
     numbers may run out, or be of the wrong kind; a count may be negative)."""
-    from fastlock import _ids
+    from fastlock import _core_py
 
     def outcome(write: Any) -> Any:
         try:
@@ -158,4 +158,4 @@ def test_the_core_writes_fresh_ids_as_the_python_twin_does(head: str, numbers: l
         except Exception as exc:  # noqa: BLE001 - compared
             return type(exc), str(exc)
 
-    assert outcome(CYTHON_CORE._numbered) == outcome(_ids._numbered)  # type: ignore[union-attr]
+    assert outcome(CYTHON_CORE._numbered) == outcome(_core_py._numbered)  # type: ignore[union-attr]

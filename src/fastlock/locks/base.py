@@ -17,6 +17,7 @@ sync lifecycle over its instruction budget (``bench/budgets.toml``).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 from collections.abc import Callable, Mapping
@@ -25,7 +26,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from .. import _ids
-from .._impl import load_core
+from .._impl import default_core
 from ..exceptions import ArgumentError, LockError
 from ..operations import Call, Command, Operation
 from ..protocol.arguments import MAX_DURATION, duration_ms
@@ -337,7 +338,21 @@ class LockBase(Generic[R]):
         return f"<fastlock.{type(self).__name__} {label} type={kind} limit={self.limit} ttl={self.ttl}>"
 
 
-def _new_lock(
+# new_lock is the default core's ``_lock_new`` (``_coreparts/domain_new.pxi``: the same lock
+# as the class call, the common options' slots set in C), told the lock vocabulary here.
+_SPEC = (
+    LockType,
+    _UNTIL_EXPIRED,
+    _WHILE_EXECUTING_REJECT,
+    _BY_NAME,
+    tuple(_QUEUED),
+    _NO_STRATEGIES,
+    MAX_DURATION,
+    MAX_LIMIT,
+)
+
+
+def new_lock(
     cls: type[L],
     manager: Any,
     digest: str,
@@ -350,32 +365,13 @@ def _new_lock(
     on_conflict: StrategySpec | Mapping[str, StrategySpec],
 ) -> L:
     """``cls(manager, digest, name, type=kind, ttl=ttl, ...)``: how the managers build locks."""
-    return cls(
-        manager,
-        digest,
-        name,
-        type=kind,
-        ttl=ttl,
-        timeout=timeout,
-        limit=limit,
-        job_id=job_id,
-        on_conflict=on_conflict,
-    )
+    built: L = _lock_builder()(cls, manager, digest, name, kind, ttl, timeout, limit, job_id, on_conflict)
+    return built
 
 
-# new_lock is the Cython core's twin of _new_lock (``locks/new.pxi``): the same lock, the
-# common options' slots set in C without the class call; it is told the lock vocabulary here.
-_SPEC = (
-    LockType,
-    _UNTIL_EXPIRED,
-    _WHILE_EXECUTING_REJECT,
-    _BY_NAME,
-    tuple(_QUEUED),
-    _NO_STRATEGIES,
-    MAX_DURATION,
-    MAX_LIMIT,
-)
-_CORE = load_core()[1]
-if hasattr(_CORE, "_lock_spec"):
-    _CORE._lock_spec(*_SPEC)
-new_lock = _new_lock if TYPE_CHECKING else getattr(_CORE, "_lock_new", _new_lock)
+@functools.cache
+def _lock_builder() -> Callable[..., Any]:
+    """The default core's ``_lock_new``, once told the lock vocabulary."""
+    core = default_core()
+    core._lock_spec(*_SPEC)
+    return core._lock_new

@@ -229,7 +229,7 @@ cdef class Connection:
         self._flush()
         return self._read_replies(count)
 
-    def send_batch(self, Batch batch):
+    def send_batch(self, CommandQueue batch):
         """Send the commands of ``batch`` in one write, read all replies; error replies are
         returned. The batch keeps them."""
         self._usable()

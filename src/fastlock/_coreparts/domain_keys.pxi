@@ -25,7 +25,7 @@ cdef tuple keys_setters = None  # its "name" and "keys" member descriptors
 
 cdef object new_slots_object(type kind):
     """A new, empty instance of the slots class ``kind`` (``object.__new__(kind)``); its slots
-    are then set with ``slot_set`` and their member descriptors (``queues/jobs.pxi`` too)."""
+    are then set with ``slot_set`` and their member descriptors (``_coreparts/domain_jobs.pxi`` too)."""
     return (<PyTypeObject*>kind).tp_new(kind, <PyObject*>NO_ARGS, NULL)
 
 

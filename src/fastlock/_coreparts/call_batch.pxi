@@ -1,10 +1,10 @@
 # A pipeline's queue (included by ``_core.pyx``): commands and script calls encoded into one
 # buffer as they are queued (a script call with its EVALSHA head, as ``ScriptCaller.call``),
-# sent in one write by ``Connection.send_batch``. The pure-Python twin is in ``sync/conn_py.py``.
+# sent in one write by ``Connection.send_batch``. The pure-Python twin is in ``_coreparts/conn_py.py``.
 
 
 @cython.final
-cdef class Batch:
+cdef class CommandQueue:
     """Commands and calls of the scripts of ``caller`` (a ``ScriptCaller``: its registry,
     settings and meta values), encoded as they are queued, invalid ones refused then, unsent;
     ``call`` and ``command`` return ``owner`` (the ``Pipeline``, so calls chain).

@@ -2,7 +2,7 @@
 # ``#meta`` values appended, a connection from the pool, EVALSHA on it (its command name and
 # sha encoded once per script), the connection back and the call's duration in the script's
 # stats, without a Python frame; on a cluster, ``SlotRouter`` picks the ScriptCaller of the
-# primary of the first key's slot first. The pure-Python twins are in ``sync/conn_py.py``.
+# primary of the first key's slot first. The pure-Python twins are in ``_coreparts/conn_py.py``.
 
 
 cdef object _pop = collections.deque.pop  # called unbound: no method lookup, no bound method

@@ -74,7 +74,7 @@ cdef object claim_job(type job_type, bytes member, object payload):
         job_id = PyUnicode_DecodeUTF8(data + bars[3] + 1, n - bars[3] - 1, NULL)
     except UnicodeDecodeError:
         return None
-    job = new_slots_object(job_type)  # locks/keys.pxi, included before
+    job = new_slots_object(job_type)  # _coreparts/domain_keys.pxi, included before
     setters = claim_setters
     slot_set(setters[0], job, job_id)
     slot_set(setters[1], job, payload)
