@@ -23,6 +23,7 @@ __all__ = [
     "CoreReader",
     "CoreScriptCaller",
     "CoreSlotRouter",
+    "core_of",
     "default_core",
     "load_core",
 ]
@@ -199,6 +200,20 @@ def default_core() -> Core:
     """The process's default core (``load_core()``), chosen once, at the first use: for the
     module-level helpers that run without a client (a client uses its own, ``impl=``)."""
     return load_core()[1]
+
+
+@functools.cache
+def _named(impl: str) -> Core:
+    """The core ``impl`` (``cython`` or ``python``), imported once."""
+    return load_core(impl)[1]
+
+
+def core_of(runner: object) -> Core:
+    """The core of ``runner``: the one a fastlock client names by its ``impl`` (``Client(impl=...)``),
+    else (any other :class:`~fastlock.operations.Runner`) the process default. The domain layer
+    (lock namespaces, queues) takes its core from here, once per namespace or queue."""
+    impl = getattr(runner, "impl", None)
+    return _named(impl) if isinstance(impl, str) else default_core()
 
 
 def _import(module: str) -> Core:

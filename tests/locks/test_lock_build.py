@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fastlock
+from fastlock._core_py import _lock_new
 from fastlock.aio.locks import AsyncLock, AsyncLockManager
 from fastlock.locks import base
-from fastlock._core_py import _lock_new
 from fastlock.locks.base import LockBase
 from fastlock.locks.types import TTL_REQUIRED, LockType
 
@@ -115,7 +115,7 @@ def test_the_core_builds_each_transports_lock() -> None:
     }
     built = new_lock(AsyncLock, manager, DIGEST, "job", *values.values())
     assert type(built) is AsyncLock and built._call == manager.call
-    assert outcome(new_lock, AsyncLock, manager, values) == outcome(_new_lock, AsyncLock, manager, values)
+    assert outcome(new_lock, AsyncLock, manager, values) == outcome(_lock_new, AsyncLock, manager, values)
     assert outcome(new_lock, fastlock.Lock, MANAGER, values) == outcome(
         _lock_new, fastlock.Lock, MANAGER, values
     )

@@ -3,11 +3,12 @@ its locks, its reaper and its admin (the operations of :mod:`fastlock.locks.admi
 
 from __future__ import annotations
 
+import functools
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
 from ..locks import admin
-from ..locks.base import new_lock
+from ..locks.base import NewLock, lock_builder
 from ..locks.conflict import StrategySpec
 from ..locks.keys import ChangelogEntry, LockEntry, Scope
 from ..locks.namespace import Namespace
@@ -58,9 +59,14 @@ class AsyncLockManager(Namespace[AsyncRunner]):
     ) -> AsyncLock:
         """A lock on ``digest``, or on the digest of (``name``, ``queue``, ``args``); the other
         options are :class:`AsyncLock`'s (checked there; the common ones by the Cython core, which
-        builds the same lock without the class call: :func:`~fastlock.locks.base.new_lock`)."""
+        builds the same lock without the class call: :func:`~fastlock.locks.base.lock_builder`)."""
         digest = self.lock_digest(name, digest, queue, args)
-        return new_lock(AsyncLock, self, digest, name, type, ttl, timeout, limit, job_id, on_conflict)
+        return self._new_lock(AsyncLock, self, digest, name, type, ttl, timeout, limit, job_id, on_conflict)
+
+    @functools.cached_property
+    def _new_lock(self) -> NewLock:
+        """How this manager builds locks: its core's (its client's) lock builder."""
+        return lock_builder(self.core)
 
     def reaper(self, **options: Any) -> AsyncReaper:
         """A :class:`~fastlock.locks.reaper.Reaper` for this namespace (options: see there)."""

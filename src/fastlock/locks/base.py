@@ -17,16 +17,15 @@ sync lifecycle over its instruction budget (``bench/budgets.toml``).
 
 from __future__ import annotations
 
-import functools
 import itertools
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from .. import _ids
-from .._impl import default_core
+from .._impl import Core
 from ..exceptions import ArgumentError, LockError
 from ..operations import Call, Command, Operation
 from ..protocol.arguments import MAX_DURATION, duration_ms
@@ -52,7 +51,7 @@ from .waiting import attempt, wait_for
 if TYPE_CHECKING:
     from ..operations import AsyncRunner, Runner
 
-__all__ = ["EXECUTIONS", "Execution", "LockBase", "lost_before_release", "new_lock", "token"]
+__all__ = ["EXECUTIONS", "Execution", "LockBase", "NewLock", "lock_builder", "lost_before_release", "token"]
 
 R = TypeVar("R", bound="Runner | AsyncRunner")
 L = TypeVar("L", bound="LockBase[Any]")
@@ -338,8 +337,8 @@ class LockBase(Generic[R]):
         return f"<fastlock.{type(self).__name__} {label} type={kind} limit={self.limit} ttl={self.ttl}>"
 
 
-# new_lock is the default core's ``_lock_new`` (``_coreparts/domain_new.pxi``: the same lock
-# as the class call, the common options' slots set in C), told the lock vocabulary here.
+# What a core's ``_lock_new`` is told (``_coreparts/domain_new.pxi``: the same lock as the
+# class call, the common options' slots set in C): the lock vocabulary.
 _SPEC = (
     LockType,
     _UNTIL_EXPIRED,
@@ -352,26 +351,25 @@ _SPEC = (
 )
 
 
-def new_lock(
-    cls: type[L],
-    manager: Any,
-    digest: str,
-    name: str | None,
-    kind: str | LockType,
-    ttl: float | None,
-    timeout: float,
-    limit: int,
-    job_id: str | None,
-    on_conflict: StrategySpec | Mapping[str, StrategySpec],
-) -> L:
-    """``cls(manager, digest, name, type=kind, ttl=ttl, ...)``: how the managers build locks."""
-    built: L = _lock_builder()(cls, manager, digest, name, kind, ttl, timeout, limit, job_id, on_conflict)
-    return built
+class NewLock(Protocol):
+    """A core's ``_lock_new``: the lock ``cls(manager, digest, name, type=kind, ttl=ttl, ...)`` builds."""
+
+    def __call__(
+        self,
+        cls: type[L],
+        manager: Any,
+        digest: str,
+        name: str | None,
+        kind: str | LockType,
+        ttl: float | None,
+        timeout: float,
+        limit: int,
+        job_id: str | None,
+        on_conflict: StrategySpec | Mapping[str, StrategySpec],
+    ) -> L: ...
 
 
-@functools.cache
-def _lock_builder() -> Callable[..., Any]:
-    """The default core's ``_lock_new``, once told the lock vocabulary."""
-    core = default_core()
+def lock_builder(core: Core) -> NewLock:
+    """``core``'s lock builder, told the lock vocabulary (once per manager)."""
     core._lock_spec(*_SPEC)
     return core._lock_new

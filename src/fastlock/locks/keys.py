@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .._impl import default_core
+from .._impl import Core, default_core
 from ..exceptions import ArgumentError
 from ..protocol.slots import hash_tag
 
@@ -79,20 +79,21 @@ def check_prefix(prefix: str) -> str:
 class KeySpace:
     """The keys of a namespace with ``prefix`` spread over ``buckets`` (see the module docstring)."""
 
-    __slots__ = ("_bucket_keys", "_tagged", "buckets", "prefix")
+    __slots__ = ("_bucket_keys", "_tagged", "buckets", "core", "prefix")
 
-    def __init__(self, prefix: str, buckets: int) -> None:
+    def __init__(self, prefix: str, buckets: int, core: Core | None = None) -> None:
         if not 1 <= buckets <= 65536:
             raise ArgumentError(f"buckets must be between 1 and 65536, not {buckets!r}")
         self.prefix = check_prefix(prefix)
         self.buckets = buckets
         self._tagged = hash_tag(prefix.encode()) != prefix.encode()
+        self.core = core or default_core()  # its bucket and scope helpers (the namespace's client's)
         # bucket -> (index, counter, changelog) and the prefix of its digests' keys, built on first use
         self._bucket_keys: dict[int, tuple[tuple[str, str, str], str]] = {}
 
     def bucket(self, digest: str) -> int:
         """The bucket of ``digest``: ``int(digest[:8], 16) % buckets``."""
-        return default_core()._digest_bucket(digest, self.buckets)
+        return self.core._digest_bucket(digest, self.buckets)
 
     def bucket_keys(self, bucket: int) -> tuple[str, str, str]:
         """(index, fencing counter, changelog) keys of ``bucket``."""
@@ -105,7 +106,7 @@ class KeySpace:
 
     def scope(self, digest: str, suffix: str, limit: int) -> Scope:
         """The keys of ``digest``'s queue-time (``suffix=""``) or runtime (:data:`RUNTIME`) scope."""
-        core = default_core()
+        core = self.core
         found = core._lock_scope(self, Scope, digest, suffix, limit)
         if found is not None:
             return found

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from .._impl import default_core
+from .._impl import Core
 from ..exceptions import (
     ArgumentError,
     ArgumentTypeError,
@@ -184,12 +184,12 @@ def enqueued_many(reply: Any, args: list[Any]) -> list[str]:
     return ids
 
 
-def claimed(reply: Any) -> Batch:
+def claimed(reply: Any, core: Core) -> Batch:
     """The jobs of a claim reply ``now, next_due, member, payload, ...``
     (``lua/shared/_queue_claim.lua``). The Cython core reads a reply with jobs itself
     (``_coreparts/domain_jobs.pxi``: the same batch; this function is its twin, for every reply it
     leaves here)."""
-    jobs = default_core()._claimed_jobs(reply, Job, Batch)
+    jobs = core._claimed_jobs(reply, Job, Batch)
     if jobs is not None:
         return jobs
     batch = Batch()
@@ -210,7 +210,7 @@ def claimed(reply: Any) -> Batch:
     return batch
 
 
-def completed(reply: Any, jobs: Sequence[Job], claim: int) -> Batch:
+def completed(reply: Any, jobs: Sequence[Job], claim: int, core: Core) -> Batch:
     """The batch ``queue_complete`` claimed; :class:`LeaseLost` listing the lost jobs."""
     try:
         lost, claim_reply = reply
@@ -218,7 +218,7 @@ def completed(reply: Any, jobs: Sequence[Job], claim: int) -> Batch:
         raise unexpected("queue_complete", reply) from None
     if lost:
         raise LeaseLost(_picked(jobs, lost, "queue_complete", reply))
-    return claimed(claim_reply) if claim else Batch()
+    return claimed(claim_reply, core) if claim else Batch()
 
 
 def failed(reply: Any, job: Job) -> bool:
