@@ -81,12 +81,6 @@ cdef int invariant(bint holds, str what) except -1:
     return 0
 
 
-cdef struct Items:
-    PyObject** data  # owned references
-    Py_ssize_t len
-    Py_ssize_t cap
-
-
 cdef int items_push(Items* a, object value) except -1:
     """Append a reference to ``value``; the capacity doubles when full and is kept."""
     cdef PyObject** data
@@ -108,9 +102,6 @@ cdef void items_clear(Items* a) noexcept:
     while a.len > 0:
         a.len -= 1
         Py_XDECREF(a.data[a.len])
-
-
-cdef class CommandQueue  # _coreparts/call_batch.pxi, sent by Connection.send_batch
 
 
 include "_coreparts/resp_numbers.pxi"

@@ -35,18 +35,6 @@ cdef class Connection:
     ``round_trips`` counts the writes sent (a pipeline is one).
     """
 
-    cdef readonly object sock
-    cdef readonly bint broken
-    cdef public double last_used  # time.monotonic() of the last reply read
-    cdef public long generation
-    cdef readonly unsigned long long round_trips
-    cdef int _fd
-    cdef Buf _out
-    cdef ReplyReader _reader
-    cdef bytearray _in
-    cdef char* _in_data
-    cdef object __weakref__
-
     def __cinit__(self):
         buf_init(&self._out, 4096)
         self._fd = -1

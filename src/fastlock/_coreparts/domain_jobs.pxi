@@ -1,5 +1,5 @@
 # The queue's per-job client work in C (included by ``_core.pyx``), each with its pure-Python
-# twin: fresh job ids (``_numbered``; the twin is ``_ids._numbered``) and claim replies read
+# twin (``domain_py.py``): fresh job ids (``_numbered``) and claim replies read
 # into jobs (``_claimed_jobs``; ``queues/jobs.py``'s ``claimed`` calls it first and is its
 # twin, run for every reply this one leaves to it). Sans I/O.
 #

@@ -1,5 +1,5 @@
 # The keys of a lock scope built in C (included by ``_core.pyx``), each function with its
-# pure-Python twin in ``locks/keys.py``: ``_digest_bucket`` is ``bucket_of``, and
+# pure-Python twin in ``domain_py.py``: ``_digest_bucket`` is ``locks.keys.bucket_of``, and
 # ``_lock_scope`` is ``KeySpace.scope`` (it returns None for what it leaves to it). Sans I/O.
 #
 # ``_lock_scope(space, scope_type, digest, suffix, limit)`` builds ``scope_type(digest + suffix,
