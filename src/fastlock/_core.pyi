@@ -41,7 +41,16 @@ def _canonical_json(name: str, queue: str | None, args: Any) -> bytes | None: ..
 def _is_digest(value: object) -> bool: ...
 def _digest_bucket(digest: str, buckets: int) -> int: ...
 def _lock_scope(space: Any, scope_type: type[_T], digest: str, suffix: str, limit: int) -> _T | None: ...
-def _lock_spec(*spec: Any) -> None: ...
+def _lock_spec(
+    lock_type: Any,
+    until_expired: Any,
+    reject: Any,
+    names: dict[Any, Any],
+    queued: tuple[Any, ...],
+    no_strategies: Any,
+    max_duration: float,
+    max_limit: int,
+) -> None: ...
 def _lock_new(
     cls: type[_T],
     manager: Any,

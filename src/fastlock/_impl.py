@@ -141,7 +141,17 @@ class Core(Protocol):
     def _lock_scope(
         self, space: Any, scope_type: type[T], digest: str, suffix: str, limit: int
     ) -> T | None: ...
-    def _lock_spec(self, *spec: Any) -> None: ...
+    def _lock_spec(
+        self,
+        lock_type: Any,
+        until_expired: Any,
+        reject: Any,
+        names: dict[Any, Any],
+        queued: tuple[Any, ...],
+        no_strategies: Any,
+        max_duration: float,
+        max_limit: int,
+    ) -> None: ...
     def _lock_new(
         self,
         cls: type[T],

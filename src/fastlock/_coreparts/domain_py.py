@@ -49,7 +49,16 @@ def _lock_scope(space: Any, scope_type: type[T], digest: str, suffix: str, limit
     return None
 
 
-def _lock_spec(*spec: Any) -> None:
+def _lock_spec(
+    lock_type: Any,
+    until_expired: Any,
+    reject: Any,
+    names: dict[Any, Any],
+    queued: tuple[Any, ...],
+    no_strategies: Any,
+    max_duration: float,
+    max_limit: int,
+) -> None:
     """Nothing: the class call of :func:`_lock_new` checks the options itself."""
 
 
