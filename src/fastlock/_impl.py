@@ -8,9 +8,11 @@ Cython core is used when it imports and the pure-Python core otherwise.
 
 from __future__ import annotations
 
+import collections
 import functools
 import importlib
 import os
+import queue
 import socket
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
@@ -20,6 +22,7 @@ __all__ = [
     "Core",
     "CoreCommandQueue",
     "CoreConnection",
+    "CorePool",
     "CoreReader",
     "CoreScriptCaller",
     "CoreSlotRouter",
@@ -59,12 +62,29 @@ class CoreConnection(Protocol):
     def send_batch(self, batch: Any) -> list[Any]: ...
 
 
+class CorePool(Protocol):
+    """What a ``ScriptCaller`` uses of its pool (``fastlock.sync.pool.ConnectionPool``): it
+    takes idle connections itself and hands back the ones it cannot keep; see the pool."""
+
+    health_check_interval: float | None
+    generation: int
+    waiters: int
+
+    @property
+    def idle_connections(self) -> collections.deque[CoreConnection]: ...
+    @property
+    def wakeups(self) -> queue.SimpleQueue[None]: ...
+    def get(self, now: float | None = None) -> CoreConnection: ...
+    def put(self, conn: CoreConnection) -> None: ...
+    def revive(self, conn: CoreConnection) -> CoreConnection: ...
+
+
 class CoreScriptCaller(Protocol):
     """``Client.call`` itself (``ScriptCaller``): lookup, meta values, pool, EVALSHA, stats."""
 
     def __init__(
         self,
-        pool: Any,
+        pool: CorePool,
         scripts: Any,
         settings: Any,
         with_meta: Callable[..., Any],

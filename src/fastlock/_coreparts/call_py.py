@@ -103,18 +103,18 @@ class ScriptCaller:
         else:
             interval = pool.health_check_interval
             if interval is not None and start - conn.last_used >= interval:
-                conn = pool._revive(conn)
+                conn = pool.revive(conn)
         try:
             result = conn._evalsha(entry.sha, keys, args, entry.head)
         except BaseException as exc:  # noqa: BLE001 - recovered or re-raised by failed()
             result = self._failed(conn, exc, entry.script, keys, args, start, busy_timeout)
         else:
-            if conn.broken or conn.generation != pool._generation:  # closed: a new generation
+            if conn.broken or conn.generation != pool.generation:  # closed: a new generation
                 pool.put(conn)
             else:
                 self._idle.append(conn)
-                if pool._waiters:
-                    pool._wakeups.put(None)
+                if pool.waiters:
+                    pool.wakeups.put(None)
         seconds = monotonic() - start
         durations = entry.durations
         if settings.debug or len(durations) + 1 >= self._fold_at:
