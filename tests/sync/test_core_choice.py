@@ -23,9 +23,9 @@ def _run(redis_url: str, impl: str) -> tuple[Any, ...]:
         queue = client.queue(f"choice-{impl}")
         assert manager.core is core and manager.keys.core is core and queue.core is core
         assert manager.digester._core is core and queue.digester._core is core
-        assert manager._new_lock == core._lock_new
         digest = manager.digest("report", "default", {"b": [1, 2.5, "é"], "a": None})
         lock = manager.lock(digest=digest, ttl=30, limit=2)
+        assert manager._new_lock == core._lock_new
         slots = {s: repr(getattr(lock, s, None)) for s in LockBase.__slots__ if s not in ("manager", "_call")}
         scope = manager.scope(digest, "", 2)
         token = lock.acquire("job")

@@ -4,7 +4,6 @@ its locks, its reaper and its admin (the operations of :mod:`fastlock.locks.admi
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -56,12 +55,13 @@ class LockManager(Namespace[Runner]):
         options are :class:`Lock`'s (checked there; the common ones by the Cython core, which
         builds the same lock without the class call: :func:`~fastlock.locks.base.lock_builder`)."""
         digest = self.lock_digest(name, digest, queue, args)
-        return self._new_lock(Lock, self, digest, name, type, ttl, timeout, limit, job_id, on_conflict)
+        new: NewLock = self._new_lock or self._bind_new_lock()
+        return new(Lock, self, digest, name, type, ttl, timeout, limit, job_id, on_conflict)
 
-    @functools.cached_property
-    def _new_lock(self) -> NewLock:
-        """How this manager builds locks: its core's (its client's) lock builder."""
-        return lock_builder(self.core)
+    def _bind_new_lock(self) -> NewLock:
+        """Bind how this manager builds locks: its core's (its client's) lock builder."""
+        self._new_lock = new = lock_builder(self.core)
+        return new
 
     def reaper(self, **options: Any) -> Reaper:
         """A :class:`~fastlock.locks.reaper.Reaper` for this namespace (options: see there)."""

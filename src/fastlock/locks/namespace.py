@@ -82,6 +82,9 @@ class Namespace(Generic[R]):
         if max_history < 0:
             raise ArgumentError("max_history must be >= 0")
         self.core = core_of(client)  # the client's core: digests, scopes, lock building
+        # a manager's lock builder (the core's), bound at its first lock; an attribute set here,
+        # not a cached_property, which would write to the instance __dict__ and slow every lookup
+        self._new_lock: Any = None
         self.keys = KeySpace(prefix, buckets, self.core)
         self.runner = client
         self.digester = Digester(hash, core=self.core)
