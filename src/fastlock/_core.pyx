@@ -7,8 +7,8 @@
 ``_coreparts/call.pxi`` (``Client.call`` itself: the script, pool, EVALSHA, stats),
 ``_coreparts/call_batch.pxi`` (a pipeline's queue, encoded as it is queued) and the
 ``_coreparts/domain_*.pxi`` helpers of digests, locks, claims and ids. Included, not imported,
-in this order (a part uses only what the parts before it define), so calls between the parts
-are direct C calls.
+so calls between the parts are direct C calls; what they share (structs, cross-part cdef
+functions, the extension types) is declared in ``_core.pxd``.
 
 ``_core_py.py`` is the pure-Python twin with the same API and the same bytes (its parts are
 the ``_coreparts/*_py.py`` twins).

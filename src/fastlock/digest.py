@@ -60,9 +60,9 @@ try:
 except (ImportError, TypeError):
     _ENCODE = None
 
-# The core's helpers (``_coreparts/domain_digest.pxi``, chosen once by ``default_core``): its
-# encoder of the common values (the same bytes, or None for a value it leaves to the json
-# encoder above) and its digest test (``_HEX.fullmatch``'s answer for a str).
+# The core's helpers (``_coreparts/domain_digest.pxi``; a namespace's or queue's ``core``, else
+# ``default_core()``): its encoder of the common values (the same bytes, or None for a value it
+# leaves to the json encoder above) and its digest test (``_HEX.fullmatch``'s answer for a str).
 
 
 def canonical(name: str, queue: str | None = None, args: Any = None, core: Core | None = None) -> bytes:
