@@ -15,7 +15,7 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 
-from ._impl import default_core
+from ._impl import Core, default_core
 
 __all__ = ["ids", "local", "next_id", "take"]
 
@@ -34,9 +34,10 @@ _prefix: str  # this process's random prefix and its "-"
 _numbers: Iterator[int]  # the counter after it, shared by ids and take
 
 
-def take(n: int, mark: str = "") -> list[str]:
-    """The next ``n`` ids of :data:`ids`, each after ``mark``."""
-    return default_core()._numbered(mark + _prefix, _numbers, n)
+def take(n: int, mark: str = "", core: Core | None = None) -> list[str]:
+    """The next ``n`` ids of :data:`ids`, each after ``mark`` (written by ``core``, by default
+    the process's)."""
+    return (core or default_core())._numbered(mark + _prefix, _numbers, n)
 
 
 def _start() -> None:

@@ -274,7 +274,7 @@ class QueueBase(Generic[R]):
         calls = []
         for start in range(0, len(todo), MAX_BATCH):
             chunk = todo[start : start + MAX_BATCH]
-            fresh = ids_source.take(len(chunk), FRESH_MARK)
+            fresh = ids_source.take(len(chunk), FRESH_MARK, self.core)
             args: list[Any] = [delay_ms, level, *fresh, *chunk]
             args[2::2], args[3::2] = fresh, chunk  # id, payload pairs
             calls.append(args)
