@@ -1,7 +1,7 @@
 """Build the Cython core: one extension, ``fastlock._core``, from ``src/fastlock/_core.pyx``,
-which includes the ``.pxi`` parts of ``protocol/`` and ``sync/`` (shipped in the sdist and the
-wheel beside it). ``FASTLOCK_NO_EXTENSIONS=1`` installs the
-pure-Python core only; ``FASTLOCK_DEBUG=1`` builds with invariant checks
+which includes the ``.pxi`` parts in ``src/fastlock/_coreparts/`` and declares what they share
+in ``_core.pxd`` (all shipped in the sdist and the wheel). ``FASTLOCK_NO_EXTENSIONS=1`` installs
+the pure-Python core only; ``FASTLOCK_DEBUG=1`` builds with invariant checks
 (``fastlock._core.DEBUG``: write-buffer bounds, nothing unsent or unread between commands; a
 broken one raises AssertionError), line tracing and an annotated HTML file.
 
@@ -45,11 +45,8 @@ setup(
     packages=[*find_packages("src"), *lua_packages],
     package_dir={"": "src", **lua_packages},
     package_data={
-        "fastlock": ["py.typed", "*.pyi", "*.pyx", "*.pxi"],
-        "fastlock.protocol": ["*.pxi"],
-        "fastlock.locks": ["*.pxi"],
-        "fastlock.queues": ["*.pxi"],
-        "fastlock.sync": ["*.pxi"],
+        "fastlock": ["py.typed", "*.pyi", "*.pyx", "*.pxd"],
+        "fastlock._coreparts": ["*.pxi"],
         "fastlock.tools": ["*.c"],
         **{name: ["*.lua"] for name in lua_packages},
     },

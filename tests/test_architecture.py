@@ -265,20 +265,29 @@ FORBIDDEN: dict[str, set[str]] = {
     "locks": TRANSPORTS,
     "queues": TRANSPORTS,
     "params": {"operations", "scripts", "locks", "queues", *TRANSPORTS},
+    "_coreparts": {"operations", "scripts", "locks", "queues", "interop", "testing", "tools", *TRANSPORTS},
     "sync": TRANSPORTS - {"sync"},
     "aio": TRANSPORTS - {"aio"},
 }
 """Rooms each room must not import (beside the rules for tools, testing and interop): the
 transports share what is transport-neutral (``params``, ``protocol``, ``scripts``, ...), never
-each other."""
+each other; the cores' parts (``_coreparts``) use only exceptions and protocol, so every room
+may use a core."""
 SANS_IO = {"protocol", "operations"}
 SANS_IO_MODULES = {
     "fastlock.cluster.topology",
     "fastlock.cluster.routing",
     "fastlock.cluster.commands",
     "fastlock.cluster.asking",
+    *(f"fastlock._coreparts.{part}" for part in ("resp_numbers", "resp_writer", "resp_reader", "resp_py")),
+    *(
+        f"fastlock._coreparts.{part}"
+        for part in ("domain_digest", "domain_keys", "domain_new", "domain_jobs")
+    ),
+    "fastlock._coreparts.domain_py",
 }
-"""Sans-IO modules in rooms that do I/O: the cluster router, driven by the sync and async clients."""
+"""Sans-IO modules in rooms that do I/O: the cluster router, driven by the sync and async clients;
+the cores' RESP and domain parts."""
 IO_MODULES = {"socket", "ssl", "select", "selectors", "threading", "time", "asyncio", "subprocess", "posix"}
 TOOLING = {"tools", "testing"}
 INTEGRATIONS = "contrib"  # fastlock.contrib: the job-framework integrations, on top of everything

@@ -121,16 +121,25 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     ("exceptions.py", "RuntimeError"): (2, "the exception tree registered twice: at import, never by a call"),
     ("aio/client.py", "AssertionError"): (1, "an unreachable line"),
     ("_core.pyx", "AssertionError"): (1, "the debug build's invariant checks"),
-    ("protocol/writer.pxi", "MemoryError"): (2, "out of memory"),
+    ("_coreparts/resp_writer.pxi", "MemoryError"): (2, "out of memory"),
     ("_core.pyx", "MemoryError"): (1, "out of memory"),
-    ("protocol/writer.pxi", "IndexError"): (1, "a list that shrank while it was encoded (another thread)"),
-    ("sync/batch.pxi", "IndexError"): (1, "Batch.call_at: the sequence protocol of an internal queue"),
-    ("sync/call_py.py", "TypeError"): (1, "the twin of Cython's own check of a typed argument (internal)"),
-    ("protocol/resp_py.py", "OverflowError"): (
+    ("_coreparts/resp_writer.pxi", "IndexError"): (
+        1,
+        "a list that shrank while it was encoded (another thread)",
+    ),
+    ("_coreparts/call_batch.pxi", "IndexError"): (
+        1,
+        "CommandQueue.call_at: the sequence protocol of an internal queue",
+    ),
+    ("_coreparts/call_py.py", "TypeError"): (
+        1,
+        "the twin of Cython's own check of a typed argument (internal)",
+    ),
+    ("_coreparts/resp_py.py", "OverflowError"): (
         1,
         "ReplyReader.feed: the twin of a C ssize_t argument's own error (Cython core, hiredis)",
     ),
-    ("queues/jobs.pxi", "TypeError"): (
+    ("_coreparts/domain_jobs.pxi", "TypeError"): (
         1,
         "fastlock's own Job class is not a slots class: an internal invariant",
     ),

@@ -2,17 +2,25 @@
 by ``tests/protocol/test_stubs.py``), and both satisfy :class:`fastlock._impl.Core`."""
 
 import socket
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any, final
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, TypeVar, final
 
 __all__ = [
     "DEBUG",
     "NOT_ENOUGH",
-    "Batch",
+    "CommandQueue",
     "Connection",
     "ReplyReader",
     "ScriptCaller",
     "SlotRouter",
+    "_canonical_json",
+    "_claimed_jobs",
+    "_digest_bucket",
+    "_is_digest",
+    "_lock_new",
+    "_lock_scope",
+    "_lock_spec",
+    "_numbered",
     "encode_command",
     "encode_evalsha",
     "encode_pipeline",
@@ -25,6 +33,36 @@ def encode_evalsha(sha: str | bytes, keys: Iterable[Any], args: Iterable[Any]) -
 def encode_pipeline(commands: Iterable[tuple[Any, ...]]) -> bytes: ...
 
 NOT_ENOUGH: Any
+
+_T = TypeVar("_T")
+
+# the domain helpers (``_coreparts/domain_*.pxi``)
+def _canonical_json(name: str, queue: str | None, args: Any) -> bytes | None: ...
+def _is_digest(value: object) -> bool: ...
+def _digest_bucket(digest: str, buckets: int) -> int: ...
+def _lock_scope(space: Any, scope_type: type[_T], digest: str, suffix: str, limit: int) -> _T | None: ...
+def _lock_spec(
+    lock_type: Any,
+    specs: dict[Any, Any],
+    names: dict[Any, Any],
+    no_strategies: Any,
+    max_duration: float,
+    max_limit: int,
+) -> None: ...
+def _lock_new(
+    cls: type[_T],
+    manager: Any,
+    digest: str,
+    name: str | None,
+    kind: Any,
+    ttl: float | None,
+    timeout: float,
+    limit: int,
+    job_id: str | None,
+    on_conflict: Any,
+) -> _T: ...
+def _claimed_jobs(reply: Any, job_type: type[Any], batch_type: type[_T]) -> _T | None: ...
+def _numbered(head: str, numbers: Iterator[int], n: int) -> list[str]: ...
 
 @final
 class ReplyReader:
@@ -48,7 +86,7 @@ class Connection:
     def execute(self, args: tuple[Any, ...]) -> Any: ...
     def evalsha(self, sha: str | bytes, keys: Iterable[Any], args: Iterable[Any]) -> Any: ...
     def pipeline(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]: ...
-    def send_batch(self, batch: Batch) -> list[Any]: ...
+    def send_batch(self, batch: CommandQueue) -> list[Any]: ...
 
 @final
 class ScriptCaller:
@@ -88,7 +126,7 @@ class SlotRouter:
     ) -> Any: ...
 
 @final
-class Batch:
+class CommandQueue:
     def __init__(self, caller: ScriptCaller, owner: Any) -> None: ...
     def __len__(self) -> int: ...
     def call(self, name: str, keys: Any = (), args: Any = ()) -> Any: ...

@@ -1,14 +1,17 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 # cython: autotestdict=False, auto_pickle=False
-"""The Cython core, one extension built from its parts, sans I/O: ``protocol/numbers.pxi``
-(numbers as text), ``protocol/writer.pxi`` (the RESP writer into one growable C buffer) and
-``protocol/reader.pxi`` (the incremental reply reader); then ``sync/conn.pxi`` (the blocking
-connection doing one ``send`` and one ``recv`` per command), ``sync/call.pxi``
-(``Client.call`` itself: the script, pool, EVALSHA, stats) and ``sync/batch.pxi`` (a
-pipeline's queue, encoded as it is queued). Included, not imported, so calls between the
-parts are direct C calls.
+"""The Cython core, one extension built from its parts, sans I/O: ``_coreparts/resp_numbers.pxi``
+(numbers as text), ``_coreparts/resp_writer.pxi`` (the RESP writer into one growable C buffer) and
+``_coreparts/resp_reader.pxi`` (the incremental reply reader); then ``_coreparts/conn.pxi``
+(the blocking connection doing one ``send`` and one ``recv`` per command),
+``_coreparts/call.pxi`` (``Client.call`` itself: the script, pool, EVALSHA, stats),
+``_coreparts/call_batch.pxi`` (a pipeline's queue, encoded as it is queued) and the
+``_coreparts/domain_*.pxi`` helpers of digests, locks, claims and ids. Included, not imported,
+so calls between the parts are direct C calls; what they share (structs, cross-part cdef
+functions, the extension types) is declared in ``_core.pxd``.
 
-``_core_py.py`` is the pure-Python twin with the same API and the same bytes.
+``_core_py.py`` is the pure-Python twin with the same API and the same bytes (its parts are
+the ``_coreparts/*_py.py`` twins).
 """
 
 cimport cython
@@ -43,8 +46,9 @@ from .protocol.arguments import (
 from .protocol.replies import response_error
 
 __all__ = [
-    "DEBUG", "NOT_ENOUGH", "Batch", "Connection", "ReplyReader", "ScriptCaller", "SlotRouter",
-    "encode_command", "encode_evalsha", "encode_pipeline",
+    "DEBUG", "NOT_ENOUGH", "CommandQueue", "Connection", "ReplyReader", "ScriptCaller", "SlotRouter",
+    "_canonical_json", "_claimed_jobs", "_digest_bucket", "_is_digest", "_lock_new", "_lock_scope",
+    "_lock_spec", "_numbered", "encode_command", "encode_evalsha", "encode_pipeline",
 ]
 
 cdef extern from *:
@@ -77,12 +81,6 @@ cdef int invariant(bint holds, str what) except -1:
     return 0
 
 
-cdef struct Items:
-    PyObject** data  # owned references
-    Py_ssize_t len
-    Py_ssize_t cap
-
-
 cdef int items_push(Items* a, object value) except -1:
     """Append a reference to ``value``; the capacity doubles when full and is kept."""
     cdef PyObject** data
@@ -106,16 +104,13 @@ cdef void items_clear(Items* a) noexcept:
         Py_XDECREF(a.data[a.len])
 
 
-cdef class Batch  # sync/batch.pxi, sent by Connection.send_batch
-
-
-include "protocol/numbers.pxi"
-include "protocol/writer.pxi"
-include "protocol/reader.pxi"
-include "sync/conn.pxi"
-include "sync/call.pxi"
-include "sync/batch.pxi"
-include "digest.pxi"
-include "locks/keys.pxi"
-include "locks/new.pxi"
-include "queues/jobs.pxi"
+include "_coreparts/resp_numbers.pxi"
+include "_coreparts/resp_writer.pxi"
+include "_coreparts/resp_reader.pxi"
+include "_coreparts/conn.pxi"
+include "_coreparts/call.pxi"
+include "_coreparts/call_batch.pxi"
+include "_coreparts/domain_digest.pxi"
+include "_coreparts/domain_keys.pxi"
+include "_coreparts/domain_new.pxi"
+include "_coreparts/domain_jobs.pxi"

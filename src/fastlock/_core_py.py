@@ -1,24 +1,42 @@
 """The pure-Python core: the same API and the same bytes as the Cython ``_core``.
 
 It needs no compiler and no hiredis. Select it with ``FASTLOCK_IMPL=python`` (or
-``Client(impl="python")``). Its parts: :mod:`fastlock.protocol.resp_py` (encoders and the
-reply reader), :mod:`fastlock.sync.conn_py` (the connection) and
-:mod:`fastlock.sync.call_py` (``Client.call`` itself, routed on a cluster, and a pipeline's
-queue).
+``Client(impl="python")``). Its parts, the twins of ``_core.pyx``'s: :mod:`fastlock._coreparts.resp_py`
+(encoders and the reply reader), :mod:`fastlock._coreparts.conn_py` (the connection),
+:mod:`fastlock._coreparts.call_py` (``Client.call`` itself, routed on a cluster, and a pipeline's
+queue) and :mod:`fastlock._coreparts.domain_py` (the helpers of digests, locks, claims and ids).
 """
 
-from .protocol.resp_py import NOT_ENOUGH, ReplyReader, encode_command, encode_evalsha, encode_pipeline
-from .sync.call_py import Batch, ScriptCaller, SlotRouter
-from .sync.conn_py import Connection
+from ._coreparts.call_py import CommandQueue, ScriptCaller, SlotRouter
+from ._coreparts.conn_py import Connection
+from ._coreparts.domain_py import (
+    _canonical_json,
+    _claimed_jobs,
+    _digest_bucket,
+    _is_digest,
+    _lock_new,
+    _lock_scope,
+    _lock_spec,
+    _numbered,
+)
+from ._coreparts.resp_py import NOT_ENOUGH, ReplyReader, encode_command, encode_evalsha, encode_pipeline
 
 __all__ = [
     "DEBUG",
     "NOT_ENOUGH",
-    "Batch",
+    "CommandQueue",
     "Connection",
     "ReplyReader",
     "ScriptCaller",
     "SlotRouter",
+    "_canonical_json",
+    "_claimed_jobs",
+    "_digest_bucket",
+    "_is_digest",
+    "_lock_new",
+    "_lock_scope",
+    "_lock_spec",
+    "_numbered",
     "encode_command",
     "encode_evalsha",
     "encode_pipeline",

@@ -2,8 +2,8 @@
 
 ``next_id()`` is a random 64-bit prefix drawn per process (16 hex digits), ``-``, then a
 counter in hex; ``ids`` is the same source as an iterator, and ``take(n, mark)`` its next
-``n`` ids, each after ``mark`` (written by the Cython core's ``_numbered``, whose twin is
-:func:`_numbered`). ``local.tag`` is the calling thread's own id plus ``-``: unique per thread
+``n`` ids, each after ``mark`` (written by the core's ``_numbered``).
+``local.tag`` is the calling thread's own id plus ``-``: unique per thread
 of this process (a new thread never inherits a dead one's). A forked child starts both
 afresh, so nothing built before ``fork()`` gives the child an identity of its parent.
 """
@@ -15,7 +15,7 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 
-from ._impl import load_core
+from ._impl import Core, default_core
 
 __all__ = ["ids", "local", "next_id", "take"]
 
@@ -34,17 +34,10 @@ _prefix: str  # this process's random prefix and its "-"
 _numbers: Iterator[int]  # the counter after it, shared by ids and take
 
 
-def _numbered(head: str, numbers: Iterator[int], n: int) -> list[str]:
-    """``n`` ids: ``head`` then each of the next ``n`` numbers of ``numbers`` in lowercase hex."""
-    return [f"{head}{number:x}" for number in itertools.islice(numbers, n)]
-
-
-_write_ids: Callable[[str, Iterator[int], int], list[str]] = getattr(load_core()[1], "_numbered", _numbered)
-
-
-def take(n: int, mark: str = "") -> list[str]:
-    """The next ``n`` ids of :data:`ids`, each after ``mark``."""
-    return _write_ids(mark + _prefix, _numbers, n)
+def take(n: int, mark: str = "", core: Core | None = None) -> list[str]:
+    """The next ``n`` ids of :data:`ids`, each after ``mark`` (written by ``core``, by default
+    the process's)."""
+    return (core or default_core())._numbered(mark + _prefix, _numbers, n)
 
 
 def _start() -> None:

@@ -1,5 +1,6 @@
 """The two cores (Cython ``fastlock._core``, pure-Python ``fastlock._core_py``): their typed
-interface, and the choice between them: ``FASTLOCK_IMPL=cython|python``, else the best one.
+interface, and the choice between them: ``FASTLOCK_IMPL=cython|python``, else the best one;
+:func:`default_core` is that choice made once, lazily, for the helpers without a client.
 
 Asking for an implementation that cannot be imported is an error; without a request the
 Cython core is used when it imports and the pure-Python core otherwise.
@@ -7,22 +8,30 @@ Cython core is used when it imports and the pure-Python core otherwise.
 
 from __future__ import annotations
 
+import collections
+import functools
 import importlib
 import os
+import queue
 import socket
-from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 __all__ = [
     "IMPLEMENTATIONS",
     "Core",
-    "CoreBatch",
+    "CoreCommandQueue",
     "CoreConnection",
+    "CorePool",
     "CoreReader",
     "CoreScriptCaller",
     "CoreSlotRouter",
+    "core_of",
+    "default_core",
     "load_core",
 ]
+
+T = TypeVar("T")
 
 
 class CoreReader(Protocol):
@@ -53,12 +62,29 @@ class CoreConnection(Protocol):
     def send_batch(self, batch: Any) -> list[Any]: ...
 
 
+class CorePool(Protocol):
+    """What a ``ScriptCaller`` uses of its pool (``fastlock.sync.pool.ConnectionPool``): it
+    takes idle connections itself and hands back the ones it cannot keep; see the pool."""
+
+    health_check_interval: float | None
+    generation: int
+    waiters: int
+
+    @property
+    def idle_connections(self) -> collections.deque[CoreConnection]: ...
+    @property
+    def wakeups(self) -> queue.SimpleQueue[None]: ...
+    def get(self, now: float | None = None) -> CoreConnection: ...
+    def put(self, conn: CoreConnection) -> None: ...
+    def revive(self, conn: CoreConnection) -> CoreConnection: ...
+
+
 class CoreScriptCaller(Protocol):
     """``Client.call`` itself (``ScriptCaller``): lookup, meta values, pool, EVALSHA, stats."""
 
     def __init__(
         self,
-        pool: Any,
+        pool: CorePool,
         scripts: Any,
         settings: Any,
         with_meta: Callable[..., Any],
@@ -94,8 +120,8 @@ class CoreSlotRouter(Protocol):
     ) -> Any: ...
 
 
-class CoreBatch(Protocol):
-    """A pipeline's queue (``Batch``): commands and script calls encoded as they are queued."""
+class CoreCommandQueue(Protocol):
+    """A pipeline's queue (``CommandQueue``): commands and script calls encoded as they are queued."""
 
     def __init__(self, caller: Any, owner: Any) -> None: ...
     def __len__(self) -> int: ...
@@ -116,7 +142,7 @@ class Core(Protocol):
     @property
     def NOT_ENOUGH(self) -> Any: ...
     @property
-    def Batch(self) -> type[CoreBatch]: ...
+    def CommandQueue(self) -> type[CoreCommandQueue]: ...
     @property
     def Connection(self) -> type[CoreConnection]: ...
     @property
@@ -128,6 +154,37 @@ class Core(Protocol):
     def encode_command(self, *args: Any) -> bytes: ...
     def encode_evalsha(self, sha: str | bytes, keys: Iterable[Any], args: Iterable[Any]) -> bytes: ...
     def encode_pipeline(self, commands: Iterable[tuple[Any, ...]]) -> bytes: ...
+    # the domain helpers (``_coreparts/domain_*``), for digest.py, locks/, queues/ and _ids.py
+    def _canonical_json(self, name: str, queue: str | None, args: Any) -> bytes | None: ...
+    def _is_digest(self, value: object) -> bool: ...
+    def _digest_bucket(self, digest: str, buckets: int) -> int: ...
+    def _lock_scope(
+        self, space: Any, scope_type: type[T], digest: str, suffix: str, limit: int
+    ) -> T | None: ...
+    def _lock_spec(
+        self,
+        lock_type: Any,
+        specs: dict[Any, Any],
+        names: dict[Any, Any],
+        no_strategies: Any,
+        max_duration: float,
+        max_limit: int,
+    ) -> None: ...
+    def _lock_new(
+        self,
+        cls: type[T],
+        manager: Any,
+        digest: str,
+        name: str | None,
+        kind: Any,
+        ttl: float | None,
+        timeout: float,
+        limit: int,
+        job_id: str | None,
+        on_conflict: Any,
+    ) -> T: ...
+    def _claimed_jobs(self, reply: Any, job_type: type[Any], batch_type: type[T]) -> T | None: ...
+    def _numbered(self, head: str, numbers: Iterator[int], n: int) -> list[str]: ...
 
 
 if TYPE_CHECKING:  # mypy checks both cores against the interface (a module's classes one by one)
@@ -139,7 +196,7 @@ if TYPE_CHECKING:  # mypy checks both cores against the interface (a module's cl
     _READERS: tuple[type[CoreReader], ...] = (_cython.ReplyReader, _python.ReplyReader)
     _CALLERS: tuple[type[CoreScriptCaller], ...] = (_cython.ScriptCaller, _python.ScriptCaller)
     _ROUTERS: tuple[type[CoreSlotRouter], ...] = (_cython.SlotRouter, _python.SlotRouter)
-    _BATCHES: tuple[type[CoreBatch], ...] = (_cython.Batch, _python.Batch)
+    _QUEUES: tuple[type[CoreCommandQueue], ...] = (_cython.CommandQueue, _python.CommandQueue)
 
 
 IMPLEMENTATIONS = {"cython": "fastlock._core", "python": "fastlock._core_py"}
@@ -164,6 +221,27 @@ def load_core(name: str | None = None) -> tuple[str, Core]:
         except ImportError as exc:
             failures.append(f"{impl}: {exc}")
     raise ImportError("no fastlock implementation can be imported: " + "; ".join(failures))
+
+
+@functools.cache
+def default_core() -> Core:
+    """The process's default core (``load_core()``), chosen once, at the first use: for the
+    module-level helpers that run without a client (a client uses its own, ``impl=``)."""
+    return load_core()[1]
+
+
+@functools.cache
+def _named(impl: str) -> Core:
+    """The core ``impl`` (``cython`` or ``python``), imported once."""
+    return load_core(impl)[1]
+
+
+def core_of(runner: object) -> Core:
+    """The core of ``runner``: the one a fastlock client names by its ``impl`` (``Client(impl=...)``),
+    else (any other :class:`~fastlock.operations.Runner`) the process default. The domain layer
+    (lock namespaces, queues) takes its core from here, once per namespace or queue."""
+    impl = getattr(runner, "impl", None)
+    return _named(impl) if isinstance(impl, str) else default_core()
 
 
 def _import(module: str) -> Core:

@@ -24,7 +24,7 @@ from decimal import Decimal
 from typing import Any
 from uuid import UUID
 
-from ._impl import load_core
+from ._impl import Core, default_core
 from .exceptions import ArgumentError, ArgumentTypeError
 
 __all__ = ["Digester", "HashFunction", "canonical", "check_digest", "encode_value"]
@@ -60,17 +60,15 @@ try:
 except (ImportError, TypeError):
     _ENCODE = None
 
-# The Cython core's helpers (``digest.pxi``), None under the pure-Python core: its encoder of
-# the common values (the same bytes, or None for a value it leaves to the json encoder above,
-# its pure-Python twin) and its digest test (``_HEX.fullmatch``'s answer for a str).
-_CORE = load_core()[1]
-_FAST: Callable[[str, str | None, Any], bytes | None] | None = getattr(_CORE, "_canonical_json", None)
-_IS_DIGEST: Callable[[object], bool] | None = getattr(_CORE, "_is_digest", None)
+# The core's helpers (``_coreparts/domain_digest.pxi``; a namespace's or queue's ``core``, else
+# ``default_core()``): its encoder of the common values (the same bytes, or None for a value it
+# leaves to the json encoder above) and its digest test (``_HEX.fullmatch``'s answer for a str).
 
 
-def canonical(name: str, queue: str | None = None, args: Any = None) -> bytes:
-    """The bytes that are hashed: ``[name, queue, args]`` as canonical JSON, UTF-8."""
-    return (_FAST is not None and _FAST(name, queue, args)) or _json(name, queue, args)
+def canonical(name: str, queue: str | None = None, args: Any = None, core: Core | None = None) -> bytes:
+    """The bytes that are hashed: ``[name, queue, args]`` as canonical JSON, UTF-8 (encoded by
+    ``core``, by default the process's; every core gives the same bytes)."""
+    return (core or default_core())._canonical_json(name, queue, args) or _json(name, queue, args)
 
 
 def _json(name: str, queue: str | None, args: Any) -> bytes:
@@ -85,10 +83,11 @@ def _json(name: str, queue: str | None, args: Any) -> bytes:
     return text.encode()
 
 
-def check_digest(digest: str) -> str:
+def check_digest(digest: str, core: Core | None = None) -> str:
     """Return ``digest`` if it is 8 to 128 lowercase hex digits, else raise
-    ``ArgumentTypeError`` (not a str) or ``ArgumentError`` (a ``ValueError``)."""
-    if _IS_DIGEST is not None and _IS_DIGEST(digest):
+    ``ArgumentTypeError`` (not a str) or ``ArgumentError`` (a ``ValueError``); checked first
+    by ``core`` (by default the process's)."""
+    if (core or default_core())._is_digest(digest):
         return digest  # without the regular expression (the core's check is cheaper)
     if not isinstance(digest, str):
         raise ArgumentTypeError(f"a digest is a str, not {type(digest).__qualname__!r}")
@@ -100,7 +99,8 @@ def check_digest(digest: str) -> str:
 class Digester:
     """Computes digests with one hash: ``Digester("sha256").digest("report", "default", [42])``."""
 
-    def __init__(self, hash: str | HashFunction = "sha256") -> None:  # noqa: A002 - hashlib naming
+    def __init__(self, hash: str | HashFunction = "sha256", *, core: Core | None = None) -> None:  # noqa: A002
+        self._core = core  # the core that encodes and checks (None: the process's)
         # a hashlib constructor (its hex digests are 32 to 128 lowercase hex digits), or None:
         # then ``hash`` is a callable whose digests are checked
         self._new: Callable[[bytes], Any] | None = None
@@ -116,9 +116,9 @@ class Digester:
 
     def digest(self, name: str, queue: str | None = None, args: Any = None) -> str:
         """The digest of job ``name`` on ``queue`` with ``args`` (any JSON-encodable value)."""
-        data = canonical(name, queue, args)
+        data = canonical(name, queue, args, self._core)
         new = self._new
         if new is None:
-            return check_digest(self.hash(data))  # type: ignore[operator]
+            return check_digest(self.hash(data), self._core)  # type: ignore[operator]
         hexdigest: str = new(data).hexdigest()
         return hexdigest

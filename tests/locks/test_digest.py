@@ -16,6 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fastlock
+from fastlock import _core_py
+from fastlock._impl import Core
 from fastlock.digest import _HEX, Digester, canonical, check_digest, encode_value
 from fastlock.locks.keys import bucket_of
 
@@ -61,25 +63,22 @@ def _outcome(encode: Any, args: Any) -> Any:
 
 
 ENCODERS = [
-    pytest.param("core", id="cython-core", marks=needs_cython),  # digest.pxi, then json's C encoder
+    pytest.param("core", id="cython-core", marks=needs_cython),  # domain_digest.pxi, then json's C encoder
     pytest.param("json-c", id="c-encoder"),
     pytest.param("json", id="public-encoder"),
 ]
 
 
-def _use(encoder: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Make :func:`canonical` use ``encoder`` and what follows it."""
-    if encoder == "core":
-        monkeypatch.setattr(fastlock.digest, "_FAST", CYTHON_CORE._canonical_json)  # type: ignore[union-attr]
-    else:
-        monkeypatch.setattr(fastlock.digest, "_FAST", None)
+def _use(encoder: str, monkeypatch: pytest.MonkeyPatch) -> Core:
+    """The core that makes :func:`canonical` use ``encoder`` and what follows it."""
     if encoder == "json":
         monkeypatch.setattr(fastlock.digest, "_ENCODE", None)
+    return CYTHON_CORE if encoder == "core" else _core_py  # type: ignore[return-value]
 
 
 @pytest.mark.parametrize("encoder", ENCODERS)
 def test_canonical_form_is_json_dumps_for_any_value(encoder: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    _use(encoder, monkeypatch)
+    core = _use(encoder, monkeypatch)
     cyclic: list[Any] = [1]
     cyclic.append(cyclic)
     values = [
@@ -90,7 +89,7 @@ def test_canonical_form_is_json_dumps_for_any_value(encoder: str, monkeypatch: p
         Decimal("1.10"), uuid.UUID(int=7), {1, 2}, b"bytes", timedelta(1),
     ]  # fmt: skip
     for args in values:
-        assert _outcome(lambda a: canonical("n", "q", a), args) == _outcome(_json, args), args
+        assert _outcome(lambda a: canonical("n", "q", a, core), args) == _outcome(_json, args), args
 
 
 _TEXT = st.text(st.characters(exclude_categories=()))  # control characters and lone surrogates too
@@ -116,12 +115,12 @@ _VALUES = st.recursive(
 def test_the_core_encoder_writes_json_s_bytes_or_leaves_the_value_to_json(
     name: str, queue: str | None, args: Any
 ) -> None:
-    """``_core._canonical_json`` (digest.pxi) gives the json encoder's exact bytes, or None
+    """``_core._canonical_json`` (_coreparts/domain_digest.pxi) gives the json encoder's exact bytes, or None
     (then json gives its bytes or its error); never other bytes, never an error of its own."""
     fast = CYTHON_CORE._canonical_json(name, queue, args)  # type: ignore[union-attr]
     expected = _outcome(lambda a: _json_of(name, queue, a), args)
     assert fast is None or fast == expected
-    assert _outcome(lambda a: canonical(name, queue, a), args) == expected
+    assert _outcome(lambda a: canonical(name, queue, a, CYTHON_CORE), args) == expected  # type: ignore[arg-type]
 
 
 @needs_cython
@@ -207,10 +206,8 @@ def test_the_core_digest_test_is_the_regular_expression_s(value: Any) -> None:
     False for anything else: check_digest returns or raises as it does without it."""
     expected = isinstance(value, str) and _HEX.fullmatch(value) is not None
     assert CYTHON_CORE._is_digest(value) is expected  # type: ignore[union-attr]
-    with_core = _outcome(check_digest, value)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(fastlock.digest, "_IS_DIGEST", None)
-        assert with_core == _outcome(check_digest, value)
+    with_core = _outcome(lambda v: check_digest(v, CYTHON_CORE), value)  # type: ignore[arg-type]
+    assert with_core == _outcome(lambda v: check_digest(v, _core_py), value)
 
 
 @needs_cython

@@ -1,4 +1,4 @@
-"""The managers' locks: the Cython core's ``_lock_new`` (locks/new.pxi) builds the lock that
+"""The managers' locks: the Cython core's ``_lock_new`` (_coreparts/domain_new.pxi) builds the lock that
 ``Lock(...)`` builds (every slot alike), or hands the options to it (the same error)."""
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fastlock
+from fastlock._core_py import _lock_new
 from fastlock.aio.locks import AsyncLock, AsyncLockManager
 from fastlock.locks import base
-from fastlock.locks.base import LockBase, _new_lock
+from fastlock.locks.base import LockBase
 from fastlock.locks.types import TTL_REQUIRED, LockType
 
 CLIENT = fastlock.Client("redis://127.0.0.1:1")  # never connected: building a lock sends nothing
@@ -71,7 +72,7 @@ def outcome(build: Any, cls: type[LockBase[Any]], manager: Any, values: dict[str
 @given(values=options)
 def test_the_core_builds_the_lock_the_class_builds(values: dict[str, Any]) -> None:
     assert outcome(new_lock, fastlock.Lock, MANAGER, values) == outcome(
-        _new_lock, fastlock.Lock, MANAGER, values
+        _lock_new, fastlock.Lock, MANAGER, values
     )
 
 
@@ -97,7 +98,7 @@ def test_the_core_builds_the_common_locks_as_the_class(
         "on_conflict": None,
     }
     assert outcome(new_lock, fastlock.Lock, MANAGER, values) == outcome(
-        _new_lock, fastlock.Lock, MANAGER, values
+        _lock_new, fastlock.Lock, MANAGER, values
     )
 
 
@@ -114,9 +115,9 @@ def test_the_core_builds_each_transports_lock() -> None:
     }
     built = new_lock(AsyncLock, manager, DIGEST, "job", *values.values())
     assert type(built) is AsyncLock and built._call == manager.call
-    assert outcome(new_lock, AsyncLock, manager, values) == outcome(_new_lock, AsyncLock, manager, values)
+    assert outcome(new_lock, AsyncLock, manager, values) == outcome(_lock_new, AsyncLock, manager, values)
     assert outcome(new_lock, fastlock.Lock, MANAGER, values) == outcome(
-        _new_lock, fastlock.Lock, MANAGER, values
+        _lock_new, fastlock.Lock, MANAGER, values
     )
 
 

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fastlock
-import fastlock.locks.keys
+from fastlock import _core_py
 from fastlock.locks.keys import KeySpace, Scope
 from fastlock.protocol.slots import key_slot
 
@@ -98,9 +98,9 @@ def test_any_prefix_gives_one_slot_per_script_or_is_refused(redis_url: str) -> N
 def test_the_core_builds_the_scopes_keyspace_builds(
     prefix: str, buckets: int, digest: str, suffix: str, limit: int
 ) -> None:
-    """``_core._lock_scope`` (locks/keys.pxi) gives ``KeySpace.scope``'s scope (name, keys, and
+    """``_core._lock_scope`` (_coreparts/domain_keys.pxi) gives ``KeySpace.scope``'s scope (name, keys, and
     the bucket's cached keys), or None for a digest it leaves to it (then the same error)."""
-    core, python = KeySpace(prefix, buckets), KeySpace(prefix, buckets)
+    core, python = KeySpace(prefix, buckets, CYTHON_CORE), KeySpace(prefix, buckets, _core_py)  # type: ignore[arg-type]
 
     def outcome(build: Any) -> Any:
         try:
@@ -110,9 +110,7 @@ def test_the_core_builds_the_scopes_keyspace_builds(
         return type(scope), scope.name, scope.keys
 
     fast = CYTHON_CORE._lock_scope(core, Scope, digest, suffix, limit)  # type: ignore[union-attr]
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(fastlock.locks.keys, "_scope", None)
-        expected = outcome(python.scope)
+    expected = outcome(python.scope)
     assert fast is None or (type(fast), fast.name, fast.keys) == expected
     assert outcome(core.scope) == expected
     assert core._bucket_keys == python._bucket_keys

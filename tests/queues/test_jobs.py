@@ -12,8 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fastlock
-import fastlock.queues.jobs
+from fastlock import _core_py
+from fastlock._impl import default_core
 from fastlock.queues.jobs import Batch, Job, Member, claimed, completed, extended, queue_stats
+
+CORE = default_core()
 
 MEMBERS = [
     Member(1, 1, "", "", "~00ff"),
@@ -38,7 +41,7 @@ def test_a_claim_gives_the_jobs_of_its_members() -> None:
     reply: list[Any] = [1000, -1]
     for member in MEMBERS:
         reply += [member.encode(), f"payload {member.id}".encode()]
-    batch = claimed(reply)
+    batch = claimed(reply, CORE)
     assert batch.next_due_in is None
     for job, member in zip(batch, MEMBERS, strict=True):
         assert (job.id, job.attempt, job.token) == (member.id, member.attempt, member.token)
@@ -46,27 +49,27 @@ def test_a_claim_gives_the_jobs_of_its_members() -> None:
 
 
 def test_an_empty_claim_gives_the_next_due_time() -> None:
-    assert claimed([1000, 3500]).next_due_in == 2.5
-    assert claimed([1000, -1]).next_due_in is None
-    assert claimed([1000, 500]).next_due_in == 0.0
+    assert claimed([1000, 3500], CORE).next_due_in == 2.5
+    assert claimed([1000, -1], CORE).next_due_in is None
+    assert claimed([1000, 500], CORE).next_due_in == 0.0
 
 
 def test_lost_leases_are_named_by_index() -> None:
     jobs = [Job(m.id, b"", m.attempt, m.token, m.encode()) for m in MEMBERS]
     assert extended([1000, 2], jobs) == [jobs[1]] and jobs[1].lost and not jobs[0].lost
     with pytest.raises(fastlock.LeaseLost) as info:
-        completed([[1, 3], []], jobs, 1)
+        completed([[1, 3], []], jobs, 1, CORE)
     assert info.value.jobs == [jobs[0], jobs[2]]
 
 
 @pytest.mark.parametrize(
     ("parse", "reply"),
     [
-        (claimed, [1000, -1, b"1|1|||x"]),
-        (claimed, [1000, -1, b"1|1", b"p"]),
-        (claimed, None),
+        (lambda reply: claimed(reply, CORE), [1000, -1, b"1|1|||x"]),
+        (lambda reply: claimed(reply, CORE), [1000, -1, b"1|1", b"p"]),
+        (lambda reply: claimed(reply, CORE), None),
         (lambda reply: extended(reply, []), [1000, 1]),
-        (lambda reply: completed(reply, [], 0), [[0], []]),
+        (lambda reply: completed(reply, [], 0, CORE), [[0], []]),
         (queue_stats, [1, 2, 3, 4]),
         (queue_stats, [1, 2, 3, 4, b"5"]),
     ],
@@ -92,9 +95,7 @@ def _fields(outcome: Any) -> Any:
 
 def _claimed_in_python(reply: Any) -> Any:
     try:
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(fastlock.queues.jobs, "_CLAIMED", None)
-            return _fields(claimed(reply))
+        return _fields(claimed(reply, _core_py))
     except Exception as exc:  # noqa: BLE001 - compared, not handled
         return type(exc), str(exc)
 
@@ -117,14 +118,14 @@ _REPLY = st.builds(
 @settings(max_examples=1000, deadline=None)
 @given(reply=_REPLY)
 def test_the_core_reads_a_claim_as_claimed_does(reply: Any) -> None:
-    """``_core._claimed_jobs`` (queues/jobs.pxi) gives the batch the pure-Python ``claimed``
+    """``_core._claimed_jobs`` (_coreparts/domain_jobs.pxi) gives the batch the pure-Python ``claimed``
     gives, or None for a reply it leaves to it; ``claimed`` with the core gives the same
     batch or the same error as without it."""
     fast = CYTHON_CORE._claimed_jobs(reply, Job, Batch)  # type: ignore[union-attr]
     expected = _claimed_in_python(reply)
     assert fast is None or _fields(fast) == expected
     try:
-        assert _fields(claimed(reply)) == expected
+        assert _fields(claimed(reply, CYTHON_CORE)) == expected  # type: ignore[arg-type]
     except Exception as exc:  # noqa: BLE001 - compared
         assert (type(exc), str(exc)) == expected
 
@@ -148,9 +149,9 @@ def test_the_core_reads_the_common_claims_itself() -> None:
     extra=st.integers(-2, 3),
 )
 def test_the_core_writes_fresh_ids_as_the_python_twin_does(head: str, numbers: list[Any], extra: int) -> None:
-    """``_core._numbered`` (queues/jobs.pxi) gives ``_ids._numbered``'s ids, or its error (the
+    """``_core._numbered`` (_coreparts/domain_jobs.pxi) gives its pure twin's ids, or its error (the
     numbers may run out, or be of the wrong kind; a count may be negative)."""
-    from fastlock import _ids
+    from fastlock import _core_py
 
     def outcome(write: Any) -> Any:
         try:
@@ -158,4 +159,4 @@ def test_the_core_writes_fresh_ids_as_the_python_twin_does(head: str, numbers: l
         except Exception as exc:  # noqa: BLE001 - compared
             return type(exc), str(exc)
 
-    assert outcome(CYTHON_CORE._numbered) == outcome(_ids._numbered)  # type: ignore[union-attr]
+    assert outcome(CYTHON_CORE._numbered) == outcome(_core_py._numbered)  # type: ignore[union-attr]

@@ -136,8 +136,8 @@ def test_extend_keeps_leases_alive(queue: Queue) -> None:
 def test_fail_retries_at_the_right_time(queue: Queue) -> None:
     queue.enqueue(b"p")
     [job] = queue.claim()
+    started = time.monotonic()  # before the fail: its retry is due 0.3 s after the server ran it
     assert queue.fail(job, "boom", retry_in=0.3) is True
-    started = time.monotonic()
     early = queue.claim()
     assert early == [] and early.next_due_in is not None and 0.2 < early.next_due_in <= 0.3
     time.sleep(early.next_due_in + 0.01)

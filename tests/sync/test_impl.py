@@ -67,7 +67,7 @@ def test_mypy_strict_clean() -> None:
 
 def test_cython_lint_clean() -> None:
     package = ROOT / "src" / "fastlock"
-    sources = sorted(str(path) for pattern in ("*.pyx", "*.pxi") for path in package.rglob(pattern))
+    sources = sorted(str(path) for pattern in ("*.pyx", "*.pxd", "*.pxi") for path in package.rglob(pattern))
     assert sources
     # cython-lint has no ``python -m`` entry point: call its main with this interpreter
     _tool_is_clean("-c", "import sys; from cython_lint.cython_lint import main; sys.exit(main())", *sources)

@@ -69,7 +69,7 @@ class AsyncLock(LockBase[AsyncRunner]):
         __slots__ = ("_held",)
         _held: dict[str, int]
         """The default holders (of calling tasks) whose acquire through this object succeeded and
-        whose release has not been seen; set on first use (the core's ``new_lock`` leaves it unset)."""
+        whose release has not been seen; set on first use (the core's ``_lock_new`` leaves it unset)."""
         _conflict_type = AsyncConflict
     else:
         __slots__ = ()

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import Any
 
 from ..locks import admin
-from ..locks.base import new_lock
+from ..locks.base import NewLock, lock_builder
 from ..locks.conflict import StrategySpec
 from ..locks.keys import ChangelogEntry, LockEntry, Scope
 from ..locks.namespace import Namespace
@@ -58,9 +58,15 @@ class AsyncLockManager(Namespace[AsyncRunner]):
     ) -> AsyncLock:
         """A lock on ``digest``, or on the digest of (``name``, ``queue``, ``args``); the other
         options are :class:`AsyncLock`'s (checked there; the common ones by the Cython core, which
-        builds the same lock without the class call: :func:`~fastlock.locks.base.new_lock`)."""
+        builds the same lock without the class call: :func:`~fastlock.locks.base.lock_builder`)."""
         digest = self.lock_digest(name, digest, queue, args)
-        return new_lock(AsyncLock, self, digest, name, type, ttl, timeout, limit, job_id, on_conflict)
+        new: NewLock = self._new_lock or self._bind_new_lock()
+        return new(AsyncLock, self, digest, name, type, ttl, timeout, limit, job_id, on_conflict)
+
+    def _bind_new_lock(self) -> NewLock:
+        """Bind how this manager builds locks: its core's (its client's) lock builder."""
+        self._new_lock = new = lock_builder(self.core)
+        return new
 
     def reaper(self, **options: Any) -> AsyncReaper:
         """A :class:`~fastlock.locks.reaper.Reaper` for this namespace (options: see there)."""

@@ -87,9 +87,8 @@ class AsyncQueue(QueueBase[AsyncRunner]):
 
     async def claim(self, count: int = 1, *, lease: float | None = None) -> Batch:
         """Lease up to ``count`` ready jobs (due delayed jobs are promoted first)."""
-        return claimed(
-            await self.client.call("queue_claim", self.worker_keys, self._claim_args(count, lease))
-        )
+        reply = await self.client.call("queue_claim", self.worker_keys, self._claim_args(count, lease))
+        return claimed(reply, self.core)
 
     async def complete(
         self, jobs: Job | Sequence[Job], *, claim: int = 0, lease: float | None = None
@@ -105,7 +104,8 @@ class AsyncQueue(QueueBase[AsyncRunner]):
         args = self._complete_args(jobs, claim, lease)
         if args is None:
             return await self.claim(claim, lease=lease) if claim else Batch()
-        return completed(await self.client.call("queue_complete", self.worker_keys, args), jobs, claim)
+        reply = await self.client.call("queue_complete", self.worker_keys, args)
+        return completed(reply, jobs, claim, self.core)
 
     async def fail(
         self, job: Job, error: str | BaseException = "", *, retry_in: float | None = None, dead: bool = False

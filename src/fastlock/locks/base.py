@@ -21,10 +21,10 @@ import itertools
 import logging
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
 
 from .. import _ids
-from .._impl import load_core
+from .._impl import Core
 from ..exceptions import ArgumentError, LockError
 from ..operations import Call, Command, Operation
 from ..protocol.arguments import MAX_DURATION, duration_ms
@@ -52,7 +52,7 @@ from .waiting import attempt, wait_for
 if TYPE_CHECKING:
     from ..operations import AsyncRunner, Runner
 
-__all__ = ["LockBase", "lost_before_release", "new_lock", "token"]
+__all__ = ["LockBase", "NewLock", "lock_builder", "lost_before_release", "token"]
 
 R = TypeVar("R", bound="Runner | AsyncRunner")
 L = TypeVar("L", bound="LockBase[Any]")
@@ -299,35 +299,8 @@ class LockBase(Generic[R]):
         return f"<fastlock.{type(self).__name__} {label} type={kind} limit={self.limit} ttl={self.ttl}>"
 
 
-def _new_lock(
-    cls: type[L],
-    manager: Any,
-    digest: str,
-    name: str | None,
-    kind: str | LockType,
-    ttl: float | None,
-    timeout: float,
-    limit: int,
-    job_id: str | None,
-    on_conflict: StrategySpec | Mapping[str, StrategySpec],
-) -> L:
-    """``cls(manager, digest, name, type=kind, ttl=ttl, ...)``: how the managers build locks."""
-    return cls(
-        manager,
-        digest,
-        name,
-        type=kind,
-        ttl=ttl,
-        timeout=timeout,
-        limit=limit,
-        job_id=job_id,
-        on_conflict=on_conflict,
-    )
-
-
-# new_lock is the Cython core's twin of _new_lock (``locks/new.pxi``): the same lock, the
-# common options' slots set in C without the class call; it is told the lock vocabulary here
-# (the specs of the types it builds: those without a forced strategy, left to the class call).
+# What a core's ``_lock_new`` is told (``_coreparts/domain_new.pxi``: the same lock as the
+# class call, the common options' slots set in C): the lock vocabulary.
 _SPEC = (
     LockType,
     {kind: spec for kind, spec in SPECS.items() if spec.forced_strategy is None},
@@ -336,7 +309,27 @@ _SPEC = (
     MAX_DURATION,
     MAX_LIMIT,
 )
-_CORE = load_core()[1]
-if hasattr(_CORE, "_lock_spec"):
-    _CORE._lock_spec(*_SPEC)
-new_lock = _new_lock if TYPE_CHECKING else getattr(_CORE, "_lock_new", _new_lock)
+
+
+class NewLock(Protocol):
+    """A core's ``_lock_new``: the lock ``cls(manager, digest, name, type=kind, ttl=ttl, ...)`` builds."""
+
+    def __call__(
+        self,
+        cls: type[L],
+        manager: Any,
+        digest: str,
+        name: str | None,
+        kind: str | LockType,
+        ttl: float | None,
+        timeout: float,
+        limit: int,
+        job_id: str | None,
+        on_conflict: StrategySpec | Mapping[str, StrategySpec],
+    ) -> L: ...
+
+
+def lock_builder(core: Core) -> NewLock:
+    """``core``'s lock builder, told the lock vocabulary (once per manager)."""
+    core._lock_spec(*_SPEC)
+    return core._lock_new

@@ -20,10 +20,9 @@ hash tag (``app:{locks}``) wins: everything then shares that one slot. A prefix 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
-from .._impl import load_core
+from .._impl import Core, default_core
 from ..exceptions import ArgumentError
 from ..protocol.slots import hash_tag
 
@@ -37,11 +36,9 @@ def bucket_of(digest: str, buckets: int) -> int:
     return int(digest[:8], 16) % buckets
 
 
-# The Cython core's twins (``locks/keys.pxi``): of bucket_of (the same result or error, fewer
-# instructions) and of KeySpace.scope (the same scope, or None to leave it to it).
-_CORE = load_core()[1]
-_bucket_of: Callable[[str, int], int] = getattr(_CORE, "_digest_bucket", bucket_of)
-_scope: Callable[..., Scope | None] | None = getattr(_CORE, "_lock_scope", None)
+# The core's twins (``_coreparts/domain_keys.pxi``, chosen once by ``default_core``): of
+# bucket_of (the same result or error) and of KeySpace.scope (the same scope, or None to leave
+# it to it).
 
 
 class Scope:
@@ -82,20 +79,21 @@ def check_prefix(prefix: str) -> str:
 class KeySpace:
     """The keys of a namespace with ``prefix`` spread over ``buckets`` (see the module docstring)."""
 
-    __slots__ = ("_bucket_keys", "_tagged", "buckets", "prefix")
+    __slots__ = ("_bucket_keys", "_tagged", "buckets", "core", "prefix")
 
-    def __init__(self, prefix: str, buckets: int) -> None:
+    def __init__(self, prefix: str, buckets: int, core: Core | None = None) -> None:
         if not 1 <= buckets <= 65536:
             raise ArgumentError(f"buckets must be between 1 and 65536, not {buckets!r}")
         self.prefix = check_prefix(prefix)
         self.buckets = buckets
         self._tagged = hash_tag(prefix.encode()) != prefix.encode()
+        self.core = core or default_core()  # its bucket and scope helpers (the namespace's client's)
         # bucket -> (index, counter, changelog) and the prefix of its digests' keys, built on first use
         self._bucket_keys: dict[int, tuple[tuple[str, str, str], str]] = {}
 
     def bucket(self, digest: str) -> int:
         """The bucket of ``digest``: ``int(digest[:8], 16) % buckets``."""
-        return _bucket_of(digest, self.buckets)
+        return self.core._digest_bucket(digest, self.buckets)
 
     def bucket_keys(self, bucket: int) -> tuple[str, str, str]:
         """(index, fencing counter, changelog) keys of ``bucket``."""
@@ -108,11 +106,11 @@ class KeySpace:
 
     def scope(self, digest: str, suffix: str, limit: int) -> Scope:
         """The keys of ``digest``'s queue-time (``suffix=""``) or runtime (:data:`RUNTIME`) scope."""
-        if _scope is not None:
-            found = _scope(self, Scope, digest, suffix, limit)
-            if found is not None:
-                return found
-        bucket = _bucket_of(digest, self.buckets)
+        core = self.core
+        found = core._lock_scope(self, Scope, digest, suffix, limit)
+        if found is not None:
+            return found
+        bucket = core._digest_bucket(digest, self.buckets)
         keys, prefix = self._bucket_keys.get(bucket) or self._new_bucket(bucket)
         name = digest + suffix
         base = prefix + name

@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from .._impl import core_of
 from ..digest import Digester, HashFunction, check_digest
 from ..exceptions import ArgumentError, ArgumentTypeError, LockError, ResponseError
 from ..operations import Call, Command, Operation
@@ -80,9 +81,13 @@ class Namespace(Generic[R]):
     ) -> None:
         if max_history < 0:
             raise ArgumentError("max_history must be >= 0")
-        self.keys = KeySpace(prefix, buckets)
+        self.core = core_of(client)  # the client's core: digests, scopes, lock building
+        # a manager's lock builder (the core's), bound at its first lock; an attribute set here,
+        # not a cached_property, which would write to the instance __dict__ and slow every lookup
+        self._new_lock: Any = None
+        self.keys = KeySpace(prefix, buckets, self.core)
         self.runner = client
-        self.digester = Digester(hash)
+        self.digester = Digester(hash, core=self.core)
         self.track = track
         self.fencing = fencing
         self.max_history = max_history
@@ -113,7 +118,7 @@ class Namespace(Generic[R]):
         if type(name) is not str or (queue is not None and type(queue) is not str):
             _check_names(name, queue)  # two exact str (the common case) pass without a call
         if digest is not None:
-            return check_digest(digest)
+            return check_digest(digest, self.core)
         if name is None:
             raise ArgumentError("give a lock name or a digest")
         return self.digester.digest(name, queue, args)

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Generic, TypedDict, TypeVar
 
 from .. import _ids as ids_source
+from .._impl import core_of
 from ..digest import Digester, check_digest
 from ..exceptions import ArgumentError, ArgumentTypeError
 from ..operations import Call, Operation
@@ -193,9 +194,10 @@ class QueueBase(Generic[R]):
         if digester is not None and not isinstance(digester, Digester):
             raise ArgumentTypeError(f"digester must be a Digester, not {type(digester).__qualname__!r}")
         self.client = client
+        self.core = core_of(client)  # the client's core: digests, claim replies
         self.name = name
         self.backoff = backoff
-        self.digester = digester or Digester()
+        self.digester = digester or Digester(core=self.core)
         self.keys = tuple(self.prefix + suffix for suffix in _SUFFIXES)
         self.key = dict(zip(_SUFFIXES, self.keys, strict=True))
         self.plain_keys = self.keys[:_PLAIN_KEYS]
@@ -215,7 +217,7 @@ class QueueBase(Generic[R]):
         if not isinstance(unique, Unique):
             raise ArgumentTypeError(f"expected a Unique, not {type(unique).__qualname__!r}")
         if unique.digest is not None:
-            return check_digest(unique.digest)
+            return check_digest(unique.digest, self.core)
         return self.digester.digest(unique.name or "", self.name, unique.args)
 
     def retry_delay(self, attempt: int) -> float:
@@ -272,7 +274,7 @@ class QueueBase(Generic[R]):
         calls = []
         for start in range(0, len(todo), MAX_BATCH):
             chunk = todo[start : start + MAX_BATCH]
-            fresh = ids_source.take(len(chunk), FRESH_MARK)
+            fresh = ids_source.take(len(chunk), FRESH_MARK, self.core)
             args: list[Any] = [delay_ms, level, *fresh, *chunk]
             args[2::2], args[3::2] = fresh, chunk  # id, payload pairs
             calls.append(args)

@@ -7,11 +7,11 @@ never a ``TypeError``/``IndexError`` or a silently wrong result.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from .._impl import load_core
+from .._impl import Core
 from ..exceptions import (
     ArgumentError,
     ArgumentTypeError,
@@ -162,10 +162,6 @@ def _picked(jobs: Sequence[Job], indexes: list[Any], script: str, reply: object)
     raise unexpected(script, reply)
 
 
-_CLAIMED: Callable[[Any, type[Job], type[Batch]], Batch | None] | None
-_CLAIMED = getattr(load_core()[1], "_claimed_jobs", None)
-
-
 def enqueued(reply: Any, job_id: str) -> str:
     """``job_id`` if ``queue_enqueue`` added it; :class:`DuplicateJob` naming the holder."""
     try:
@@ -188,15 +184,14 @@ def enqueued_many(reply: Any, args: list[Any]) -> list[str]:
     return ids
 
 
-def claimed(reply: Any) -> Batch:
+def claimed(reply: Any, core: Core) -> Batch:
     """The jobs of a claim reply ``now, next_due, member, payload, ...``
     (``lua/shared/_queue_claim.lua``). The Cython core reads a reply with jobs itself
-    (``queues/jobs.pxi``: the same batch; this function is its twin, for every reply it
+    (``_coreparts/domain_jobs.pxi``: the same batch; this function is its twin, for every reply it
     leaves here)."""
-    if _CLAIMED is not None:
-        jobs: Batch | None = _CLAIMED(reply, Job, Batch)
-        if jobs is not None:
-            return jobs
+    jobs = core._claimed_jobs(reply, Job, Batch)
+    if jobs is not None:
+        return jobs
     batch = Batch()
     try:
         if len(reply) == 2:
@@ -215,7 +210,7 @@ def claimed(reply: Any) -> Batch:
     return batch
 
 
-def completed(reply: Any, jobs: Sequence[Job], claim: int) -> Batch:
+def completed(reply: Any, jobs: Sequence[Job], claim: int, core: Core) -> Batch:
     """The batch ``queue_complete`` claimed; :class:`LeaseLost` listing the lost jobs."""
     try:
         lost, claim_reply = reply
@@ -223,7 +218,7 @@ def completed(reply: Any, jobs: Sequence[Job], claim: int) -> Batch:
         raise unexpected("queue_complete", reply) from None
     if lost:
         raise LeaseLost(_picked(jobs, lost, "queue_complete", reply))
-    return claimed(claim_reply) if claim else Batch()
+    return claimed(claim_reply, core) if claim else Batch()
 
 
 def failed(reply: Any, job: Job) -> bool:

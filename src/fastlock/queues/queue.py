@@ -88,7 +88,8 @@ class Queue(QueueBase[Runner]):
 
     def claim(self, count: int = 1, *, lease: float | None = None) -> Batch:
         """Lease up to ``count`` ready jobs (due delayed jobs are promoted first)."""
-        return claimed(self.client.call("queue_claim", self.worker_keys, self._claim_args(count, lease)))
+        reply = self.client.call("queue_claim", self.worker_keys, self._claim_args(count, lease))
+        return claimed(reply, self.core)
 
     def complete(self, jobs: Job | Sequence[Job], *, claim: int = 0, lease: float | None = None) -> Batch:
         """Complete ``jobs`` (payloads deleted) and, when ``claim`` > 0, claim the next
@@ -102,7 +103,8 @@ class Queue(QueueBase[Runner]):
         args = self._complete_args(jobs, claim, lease)
         if args is None:
             return self.claim(claim, lease=lease) if claim else Batch()
-        return completed(self.client.call("queue_complete", self.worker_keys, args), jobs, claim)
+        reply = self.client.call("queue_complete", self.worker_keys, args)
+        return completed(reply, jobs, claim, self.core)
 
     def fail(
         self, job: Job, error: str | BaseException = "", *, retry_in: float | None = None, dead: bool = False

@@ -237,7 +237,7 @@ class Client(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
 
     def pipeline(self) -> Pipeline:
         """Collect commands and script calls and send them in one write."""
-        return Pipeline(self, functools.partial(self._core.Batch, self._caller), self._send_batch)
+        return Pipeline(self, functools.partial(self._core.CommandQueue, self._caller), self._send_batch)
 
     def _send_batch(self, batch: Any) -> list[Any]:
         replies: list[Any] = self._run(self._core.Connection.send_batch, batch)

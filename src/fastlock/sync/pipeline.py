@@ -1,7 +1,7 @@
 """``Pipeline`` (commands and script calls sent in one write) and ``BoundScript`` (a script
 as a callable), both over any :class:`~fastlock.operations.Runner` that runs scripts by name.
 
-A pipeline's queue is the core's ``Batch`` on a :class:`~fastlock.Client` (each call encoded
+A pipeline's queue is the core's ``CommandQueue`` on a :class:`~fastlock.Client` (each call encoded
 as it is queued, its EVALSHA head encoded once per script, ``call`` with no Python frame);
 :class:`CommandList` on other runners (the commands kept as tuples for ``execute_many``).
 """
@@ -12,7 +12,7 @@ import functools
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from .._impl import CoreBatch
+from .._impl import CoreCommandQueue
 from ..exceptions import ArgumentError, ResponseError
 from ..operations import Runner
 from ..protocol.commands import refuse_connection_state
@@ -48,11 +48,11 @@ class Pipeline:
     def __init__(
         self,
         runner: ScriptRunner,
-        batch: Callable[[Pipeline], CoreBatch] | None = None,
+        batch: Callable[[Pipeline], CoreCommandQueue] | None = None,
         send: Callable[[Any], list[Any]] | None = None,
     ) -> None:
         self._runner = runner
-        self._batch: CoreBatch = CommandList(runner, self) if batch is None else batch(self)
+        self._batch: CoreCommandQueue = CommandList(runner, self) if batch is None else batch(self)
         self._send = send or _execute_many(runner)
         if type(self).call is Pipeline.call:
             vars(self)["call"] = self._batch.call  # the same arguments and reply, no Python frame
@@ -136,7 +136,7 @@ class CommandList(CallQueue):
     """A pipeline's queue on any :class:`ScriptRunner`: commands as tuples, a script call as
     its ``EVALSHA`` command (the meta values appended; ``EVAL`` for the first call of a script
     not seen loaded where it goes, see :func:`script_command`), sent by
-    ``runner.execute_many``; the same methods as the core's ``Batch``, ``call`` and
+    ``runner.execute_many``; the same methods as the core's ``CommandQueue``, ``call`` and
     ``command`` returning ``owner``."""
 
     def __init__(self, runner: ScriptRunner, owner: Any) -> None:

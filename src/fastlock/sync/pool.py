@@ -48,6 +48,13 @@ class ConnectionPool:
     ``timeout`` bounds the wait for a free connection (``None`` waits forever);
     ``health_check_interval`` is the idle time in seconds after which a connection is
     checked before reuse (``0`` checks every time, ``None`` never).
+
+    The cores' ``ScriptCaller`` (``Client.call``) takes and returns connections itself, through
+    this API only: ``idle_connections`` (the idle deque: popped from, appended to),
+    ``health_check_interval``, :meth:`revive` (an idle connection past it), :meth:`get` (none
+    idle), :meth:`put` (a broken or stale one), ``generation`` (the current generation of
+    connections: a connection of another one is stale), ``waiters`` (threads waiting for a
+    connection) and ``wakeups`` (``put(None)`` wakes one). Only the pool writes them.
     """
 
     # Slots: the hot path (the core's ScriptCaller) reads three of them per call.
@@ -55,16 +62,16 @@ class ConnectionPool:
         "__weakref__",
         "_closed",
         "_connect",
-        "_generation",
         "_idle",
         "_lock",
         "_retired_round_trips",
         "_taken",
-        "_waiters",
-        "_wakeups",
+        "generation",
         "health_check_interval",
         "max_size",
         "timeout",
+        "waiters",
+        "wakeups",
     )
 
     def __init__(
@@ -94,12 +101,12 @@ class ConnectionPool:
         # The slots taken: weak references (without callbacks, which an interrupt could
         # stop) to the open connections and to the _Opening tokens of those being opened.
         self._taken: set[weakref.ref[CoreConnection | _Opening]] = set()
-        self._waiters = 0
-        self._generation = getattr(self, "_generation", 0) + 1
+        self.waiters = 0
+        self.generation = getattr(self, "generation", 0) + 1
         # C-level primitives only, entered so that an interrupt (a signal handler raising)
         # cannot strike between an acquire and the block that releases it.
         self._lock = threading.Lock()
-        self._wakeups: queue.SimpleQueue[None] = queue.SimpleQueue()
+        self.wakeups: queue.SimpleQueue[None] = queue.SimpleQueue()
 
     @property
     def size(self) -> int:
@@ -141,10 +148,10 @@ class ConnectionPool:
             return self._get_slow()
         interval = self.health_check_interval
         if interval is not None and (now or monotonic()) - conn.last_used >= interval:
-            return self._revive(conn)
+            return self.revive(conn)
         return conn
 
-    def _revive(self, conn: CoreConnection) -> CoreConnection:
+    def revive(self, conn: CoreConnection) -> CoreConnection:
         """``conn`` if it is still alive (idle past the health-check interval), else a
         replacement (``conn`` is closed)."""
         if _alive(conn):
@@ -167,14 +174,14 @@ class ConnectionPool:
                     if self._count_taken() < self.max_size:
                         self._taken.add(weakref.ref(slot))
                         break
-                    self._waiters += 1
+                    self.waiters += 1
                     waiting = True
                 self._wait(deadline)
             finally:
                 if waiting:
                     with self._lock:
-                        self._waiters -= 1
-        generation = self._generation
+                        self.waiters -= 1
+        generation = self.generation
         try:
             conn = self._connect()
         except BaseException:
@@ -182,7 +189,7 @@ class ConnectionPool:
             raise
         conn.generation = generation
         with self._lock:
-            if generation == self._generation:
+            if generation == self.generation:
                 self._taken.add(weakref.ref(conn))
                 self._taken.discard(weakref.ref(slot))
         return conn
@@ -196,31 +203,31 @@ class ConnectionPool:
                 f"(all {self.max_size} in use; raise max_connections or release faster)"
             )
         with contextlib.suppress(queue.Empty):
-            self._wakeups.get(timeout=min(remaining, _WAIT_SLICE))
+            self.wakeups.get(timeout=min(remaining, _WAIT_SLICE))
 
     def put(self, conn: CoreConnection) -> None:
         """Return a connection; a broken one, or one from before a fork, is closed."""
-        if conn.broken or self._closed or conn.generation != self._generation:
+        if conn.broken or self._closed or conn.generation != self.generation:
             if not conn.broken:
                 conn.close()
             self._release(conn)
             return
         self._idle.append(conn)
-        if self._waiters:
-            self._wakeups.put(None)
+        if self.waiters:
+            self.wakeups.put(None)
 
     def _release(self, owner: CoreConnection | _Opening) -> None:
         """Free the slot of a closed connection (or of a failed opening)."""
         self._retired_round_trips += owner.round_trips
         with self._lock:
             self._taken.discard(weakref.ref(owner))
-        if self._waiters:
-            self._wakeups.put(None)
+        if self.waiters:
+            self.wakeups.put(None)
 
     def close(self) -> None:
         """Close idle connections now and in-use ones when they come back."""
         self._closed = True
-        self._generation += 1  # those in use are stale: the hot path's generation check says so
+        self.generation += 1  # those in use are stale: the hot path's generation check says so
         while True:
             try:
                 conn = self._idle.pop()

@@ -1,6 +1,6 @@
 """``Client.call`` and a pipeline's queue in pure Python: the twins of the Cython
-``sync/call.pxi`` (``ScriptCaller``, ``SlotRouter``) and ``sync/batch.pxi`` (``Batch``), in
-the same steps, writing with the encoders of :mod:`fastlock.protocol.resp_py`."""
+``_coreparts/call.pxi`` (``ScriptCaller``, ``SlotRouter``) and ``_coreparts/call_batch.pxi``
+(``CommandQueue``), in the same steps, writing with the encoders of :mod:`fastlock._coreparts.resp_py`."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from time import monotonic
 from typing import Any, final
 
 from ..exceptions import ConnectionError, ResponseError
-from ..protocol.resp_py import encode_command, evalsha_head, put_command, put_evalsha
+from .resp_py import encode_command, evalsha_head, put_command, put_evalsha
 
-__all__ = ["Batch", "ScriptCaller", "SlotRouter"]
+__all__ = ["CommandQueue", "ScriptCaller", "SlotRouter"]
 
 
 class _Entry:
-    """What a call of one script needs, read once (the twin of ``sync/call.pxi``'s)."""
+    """What a call of one script needs, read once (the twin of ``_coreparts/call.pxi``'s)."""
 
     __slots__ = ("durations", "eval", "head", "loaded", "meta", "script", "sha")
 
@@ -31,7 +31,7 @@ class _Entry:
 
 class _Scripts:
     """The scripts a caller runs by name, an ``_Entry`` per name called (the twin of
-    ``sync/call.pxi``'s)."""
+    ``_coreparts/call.pxi``'s)."""
 
     __slots__ = ("entries", "registry", "settings", "with_meta")
 
@@ -55,7 +55,7 @@ class _Scripts:
 
 @final
 class ScriptCaller:
-    """The twin of the Cython core's ``ScriptCaller`` (``sync/call.pxi``): runs script
+    """The twin of the Cython core's ``ScriptCaller`` (``_coreparts/call.pxi``): runs script
     ``name`` on a connection of ``pool`` and records the call's duration, in the same steps."""
 
     def __init__(
@@ -103,18 +103,18 @@ class ScriptCaller:
         else:
             interval = pool.health_check_interval
             if interval is not None and start - conn.last_used >= interval:
-                conn = pool._revive(conn)
+                conn = pool.revive(conn)
         try:
             result = conn._evalsha(entry.sha, keys, args, entry.head)
         except BaseException as exc:  # noqa: BLE001 - recovered or re-raised by failed()
             result = self._failed(conn, exc, entry.script, keys, args, start, busy_timeout)
         else:
-            if conn.broken or conn.generation != pool._generation:  # closed: a new generation
+            if conn.broken or conn.generation != pool.generation:  # closed: a new generation
                 pool.put(conn)
             else:
                 self._idle.append(conn)
-                if pool._waiters:
-                    pool._wakeups.put(None)
+                if pool.waiters:
+                    pool.wakeups.put(None)
         seconds = monotonic() - start
         durations = entry.durations
         if settings.debug or len(durations) + 1 >= self._fold_at:
@@ -126,7 +126,7 @@ class ScriptCaller:
 
 @final
 class SlotRouter:
-    """The twin of the Cython core's ``SlotRouter`` (``sync/call.pxi``): routes a call of
+    """The twin of the Cython core's ``SlotRouter`` (``_coreparts/call.pxi``): routes a call of
     script ``name`` to the ``ScriptCaller`` of the primary of its first key's slot, in the
     same steps."""
 
@@ -168,9 +168,9 @@ class SlotRouter:
 
 
 @final
-class Batch:
-    """The twin of the Cython core's ``Batch`` (``sync/batch.pxi``): commands and script calls
-    encoded as they are queued, for ``Connection.send_batch``."""
+class CommandQueue:
+    """The twin of the Cython core's ``CommandQueue`` (``_coreparts/call_batch.pxi``): commands
+    and script calls encoded as they are queued, for ``Connection.send_batch``."""
 
     def __init__(self, caller: ScriptCaller, owner: Any) -> None:
         self._table = caller._scripts

@@ -35,18 +35,6 @@ cdef class Connection:
     ``round_trips`` counts the writes sent (a pipeline is one).
     """
 
-    cdef readonly object sock
-    cdef readonly bint broken
-    cdef public double last_used  # time.monotonic() of the last reply read
-    cdef public long generation
-    cdef readonly unsigned long long round_trips
-    cdef int _fd
-    cdef Buf _out
-    cdef ReplyReader _reader
-    cdef bytearray _in
-    cdef char* _in_data
-    cdef object __weakref__
-
     def __cinit__(self):
         buf_init(&self._out, 4096)
         self._fd = -1
@@ -229,7 +217,7 @@ cdef class Connection:
         self._flush()
         return self._read_replies(count)
 
-    def send_batch(self, Batch batch):
+    def send_batch(self, CommandQueue batch):
         """Send the commands of ``batch`` in one write, read all replies; error replies are
         returned. The batch keeps them."""
         self._usable()

@@ -43,12 +43,6 @@ cdef extern from "Python.h":
 
 # --- the write buffer -----------------------------------------------------------------
 
-cdef struct Buf:
-    char* data
-    Py_ssize_t len
-    Py_ssize_t cap
-
-
 cdef int check_buf(Buf* b, Py_ssize_t free) except -1:
     """The buffer is allocated, its length within its capacity, with ``free`` bytes left."""
     return invariant(b.data != NULL and 0 <= b.len and b.len + free <= b.cap, "write buffer bounds")

@@ -2,7 +2,7 @@
 # ``#meta`` values appended, a connection from the pool, EVALSHA on it (its command name and
 # sha encoded once per script), the connection back and the call's duration in the script's
 # stats, without a Python frame; on a cluster, ``SlotRouter`` picks the ScriptCaller of the
-# primary of the first key's slot first. The pure-Python twins are in ``sync/conn_py.py``.
+# primary of the first key's slot first. The pure-Python twins are in ``_coreparts/conn_py.py``.
 
 
 cdef object _pop = collections.deque.pop  # called unbound: no method lookup, no bound method
@@ -22,15 +22,6 @@ cdef class _Entry:
     life) and whether it declares ``#meta`` fields; for pipelines, whether one saw it loaded
     and its EVAL head."""
 
-    cdef object name  # the name it was looked up by
-    cdef object script
-    cdef object sha
-    cdef bytes head
-    cdef list durations
-    cdef bint meta
-    cdef bint loaded  # seen loaded by a pipeline of this caller: its calls there are EVALSHA
-    cdef bytes eval  # the EVAL head (``eval_head``), made by the first pipeline that needs it
-
     def __init__(self, name, script):
         self.name = name
         self.script = script
@@ -46,12 +37,6 @@ cdef class _Scripts:
     never change script), ``settings`` (``ScriptSettings``), ``with_meta(script, args)``
     (``args`` with the script's ``#meta`` values), and an ``_Entry`` per name called, the
     last one found first (a name is usually the same str object call after call)."""
-
-    cdef object registry
-    cdef object settings
-    cdef object with_meta
-    cdef dict entries
-    cdef _Entry last
 
     def __init__(self, registry, settings, with_meta):
         self.registry = registry
@@ -94,13 +79,6 @@ cdef class ScriptCaller:
     or pre-fork connection.
     """
 
-    cdef object _pool
-    cdef object _idle
-    cdef object _failed
-    cdef object _record
-    cdef Py_ssize_t _fold_at
-    cdef _Scripts _scripts
-
     def __init__(self, pool, scripts, settings, with_meta, failed, record, Py_ssize_t fold_at):
         self._pool = pool
         self._idle = pool.idle_connections
@@ -137,18 +115,18 @@ cdef class ScriptCaller:
         else:
             interval = pool.health_check_interval
             if interval is not None and start - conn.last_used >= <double>interval:
-                conn = <Connection?>pool._revive(conn)
+                conn = <Connection?>pool.revive(conn)
         try:
             result = conn._evalsha(entry.sha, keys, args, entry.head)
         except BaseException as exc:  # recovered or re-raised by failed()
             result = self._failed(conn, exc, entry.script, keys, args, start, busy_timeout)
         else:
-            if conn.broken or conn.generation != pool._generation:  # closed: a new generation
+            if conn.broken or conn.generation != pool.generation:  # closed: a new generation
                 pool.put(conn)
             else:
                 _append(self._idle, conn)
-                if pool._waiters:
-                    pool._wakeups.put(None)
+                if pool.waiters:
+                    pool.wakeups.put(None)
         seconds = _monotonic() - start
         durations = entry.durations
         if settings.debug or len(durations) + 1 >= self._fold_at:
@@ -169,14 +147,6 @@ cdef class SlotRouter:
     ``failed(exc, slot, script, keys, args, settings, busy_timeout)`` (``args`` with the meta
     values), which returns the result or raises. No Python frame on the way.
     """
-
-    cdef _Scripts _scripts
-    cdef dict _slots
-    cdef list _routes
-    cdef object _slot_of
-    cdef object _route
-    cdef object _failed
-    cdef tuple _last  # (key, slot) of the last first key looked up: a key's slot never changes
 
     def __init__(self, scripts, settings, with_meta, dict slots, list routes, slot_of, route, failed):
         self._scripts = _Scripts(scripts, settings, with_meta)

@@ -1,22 +1,16 @@
 # A pipeline's queue (included by ``_core.pyx``): commands and script calls encoded into one
 # buffer as they are queued (a script call with its EVALSHA head, as ``ScriptCaller.call``),
-# sent in one write by ``Connection.send_batch``. The pure-Python twin is in ``sync/conn_py.py``.
+# sent in one write by ``Connection.send_batch``. Its pure-Python twin: ``call_py.py``.
 
 
 @cython.final
-cdef class Batch:
+cdef class CommandQueue:
     """Commands and calls of the scripts of ``caller`` (a ``ScriptCaller``: its registry,
     settings and meta values), encoded as they are queued, invalid ones refused then, unsent;
     ``call`` and ``command`` return ``owner`` (the ``Pipeline``, so calls chain).
     ``call_at(i)`` is ``(script, keys, args)`` of item ``i`` when it is a script call (its
     ``args`` without the meta values), else ``None``; ``errors(replies)`` are the indices of
     the error replies."""
-
-    cdef Buf _out
-    cdef _Scripts _table
-    cdef object _owner
-    cdef Items _items  # per queued item: the Script called, its keys, its args as given (None x 3: a command)
-    cdef list _evals  # (item index, _Entry) of each call sent as EVAL (a script not seen loaded)
 
     def __cinit__(self):
         buf_init(&self._out, 16384)  # 64 calls of 3 keys and 5 args, without a copy

@@ -1,5 +1,5 @@
 # The keys of a lock scope built in C (included by ``_core.pyx``), each function with its
-# pure-Python twin in ``locks/keys.py``: ``_digest_bucket`` is ``bucket_of``, and
+# pure-Python twin in ``domain_py.py``: ``_digest_bucket`` is ``locks.keys.bucket_of``, and
 # ``_lock_scope`` is ``KeySpace.scope`` (it returns None for what it leaves to it). Sans I/O.
 #
 # ``_lock_scope(space, scope_type, digest, suffix, limit)`` builds ``scope_type(digest + suffix,
@@ -25,7 +25,7 @@ cdef tuple keys_setters = None  # its "name" and "keys" member descriptors
 
 cdef object new_slots_object(type kind):
     """A new, empty instance of the slots class ``kind`` (``object.__new__(kind)``); its slots
-    are then set with ``slot_set`` and their member descriptors (``queues/jobs.pxi`` too)."""
+    are then set with ``slot_set`` and their member descriptors (``_coreparts/domain_jobs.pxi`` too)."""
     return (<PyTypeObject*>kind).tp_new(kind, <PyObject*>NO_ARGS, NULL)
 
 

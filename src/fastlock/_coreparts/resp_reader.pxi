@@ -78,23 +78,6 @@ cdef class ReplyReader:
     hiredis, and ``ProtocolError`` is raised once hiredis has returned the replies before it.
     """
 
-    cdef object _feed
-    cdef object _gets
-    cdef object _has_data
-    cdef long long _max_length
-    cdef long long _max_elements
-    cdef long long _skip  # payload bytes (CRLF included) still to pass over
-    cdef Py_ssize_t _line  # bytes of the current line after its type byte; -1 between items
-    cdef char _kind  # the current line's type byte
-    cdef bint _cr  # the last byte scanned was b"\r" (a CRLF may straddle two feeds)
-    cdef bint _passing  # an unknown type byte: hiredis refuses it, nothing more to check
-    cdef char _head[20]  # the line's first bytes: enough for any valid length
-    cdef str _error  # why the stream was refused, or None
-    cdef bint _fresh  # hiredis may hold a reply: bytes came since it last had none
-    cdef bint _idle  # hiredis holds nothing: no bytes, no partial reply
-    cdef Items _ready  # replies parsed here (those from _taken on not yet returned)
-    cdef Py_ssize_t _taken
-
     def __init__(self, long long max_length=MAX_BULK_LENGTH, long long max_elements=MAX_REPLY_ELEMENTS):
         reader = hiredis.Reader(
             protocolError=ProtocolError, replyError=response_error, notEnoughData=_NOT_ENOUGH

@@ -1,5 +1,5 @@
-"""The blocking connection in pure Python: the twin of the Cython ``sync/conn.pxi``,
-writing with the encoders of :mod:`fastlock.protocol.resp_py` and reading with its
+"""The blocking connection in pure Python: the twin of the Cython ``_coreparts/conn.pxi``,
+writing with the encoders of :mod:`fastlock._coreparts.resp_py` and reading with its
 reader."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from time import monotonic
 from typing import Any, final
 
 from ..exceptions import OUT_OF_STEP, ConnectionError, ProtocolError, ResponseError, TimeoutError
-from ..protocol.resp_py import NOT_ENOUGH, ReplyReader, put_command, put_evalsha, put_pipeline
+from .resp_py import NOT_ENOUGH, ReplyReader, put_command, put_evalsha, put_pipeline
 
 __all__ = ["Connection"]
 
@@ -136,7 +136,7 @@ class Connection:
         return self._read_replies(count)
 
     def send_batch(self, batch: Any) -> list[Any]:
-        """Send the commands of ``batch`` (a ``Batch``) in one write, read all replies; error
+        """Send the commands of ``batch`` (a ``CommandQueue``) in one write, read all replies; error
         replies are returned. The batch keeps them."""
         self._usable()
         self._flush(b"".join(batch._out))

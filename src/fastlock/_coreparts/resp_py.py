@@ -1,5 +1,5 @@
 """The RESP protocol in pure Python, sans I/O: the encoders (the same bytes as the Cython
-``protocol/writer.pxi``) and an incremental reply reader that needs no hiredis yet returns
+``_coreparts/resp_writer.pxi``) and an incremental reply reader that needs no hiredis yet returns
 what hiredis returns and raises what it raises. Nothing here touches a socket or a clock.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any, final
 
 from ..exceptions import ArgumentError, ArgumentTypeError, ProtocolError
-from .arguments import (
+from ..protocol.arguments import (
     BAD_MAP_KEY,
     MAX_BULK_LENGTH,
     MAX_REPLY_ELEMENTS,
@@ -25,7 +25,7 @@ from .arguments import (
     reply_too_long,
     too_long,
 )
-from .replies import response_error
+from ..protocol.replies import response_error
 
 try:
     from hiredis import PushNotification

@@ -1,5 +1,5 @@
 # The queue's per-job client work in C (included by ``_core.pyx``), each with its pure-Python
-# twin: fresh job ids (``_numbered``; the twin is ``_ids._numbered``) and claim replies read
+# twin (``domain_py.py``): fresh job ids (``_numbered``) and claim replies read
 # into jobs (``_claimed_jobs``; ``queues/jobs.py``'s ``claimed`` calls it first and is its
 # twin, run for every reply this one leaves to it). Sans I/O.
 #
@@ -74,7 +74,7 @@ cdef object claim_job(type job_type, bytes member, object payload):
         job_id = PyUnicode_DecodeUTF8(data + bars[3] + 1, n - bars[3] - 1, NULL)
     except UnicodeDecodeError:
         return None
-    job = new_slots_object(job_type)  # locks/keys.pxi, included before
+    job = new_slots_object(job_type)  # _coreparts/domain_keys.pxi, included before
     setters = claim_setters
     slot_set(setters[0], job, job_id)
     slot_set(setters[1], job, payload)

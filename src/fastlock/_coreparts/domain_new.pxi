@@ -1,8 +1,8 @@
 # A lock built by the Cython core (included by ``_core.pyx``): ``_lock_new(cls, manager,
 # digest, name, type, ttl, timeout, limit, job_id, on_conflict)`` is ``cls(manager, digest,
 # name, type=type, ttl=ttl, ...)`` for ``cls`` a ``LockBase`` subclass (``locks/base.py``),
-# its pure-Python twin ``locks.base.new_lock``. For the common options it sets the slots
-# ``LockBase.__init__`` sets, in C, without the class call. Any other options go to that call,
+# its pure-Python twin ``domain_py._lock_new`` (the class call). For the common options it
+# sets the slots ``LockBase.__init__`` sets, in C, without the class call. Any other options go to that call,
 # which checks them or refuses them as it always does: a type given other than as a LockType
 # member or a known name, a ttl, timeout or limit not an exact float or int in range (or no
 # ttl for a type whose spec requires one), a job id not a non-empty exact str, a conflict
