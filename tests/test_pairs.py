@@ -19,7 +19,7 @@ LIMIT = 15
 
 PAIRS: dict[str, str] = {
     "sync/client.py": "aio/client.py",
-    "sync/conn_py.py": "aio/connection.py",
+    "_coreparts/conn_py.py": "aio/connection.py",
     "sync/drive.py": "aio/drive.py",
     "sync/pipeline.py": "aio/pipeline.py",
     "sync/pool.py": "aio/pool.py",
