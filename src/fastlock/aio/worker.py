@@ -18,17 +18,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import signal
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import Any, Unpack
 
 from ..operations import run_plan_async
 from ..queues.jobs import Job
+from ..queues.leases import extend
 from ..queues.outcomes import JobTimeout
 from ..queues.policy import Act, Leases, Plan, WorkerBase, WorkerOptions
+from ..queues.signals import SIGNALS, installed
 from .queue import AsyncQueue
-
-SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 __all__ = ["AsyncWorker"]
 
@@ -66,7 +65,7 @@ class AsyncWorker(WorkerBase[AsyncQueue]):
         tally = self._tally(max_jobs)
         beat = asyncio.create_task(self._heartbeat(), name="fastlock-heartbeat")
         try:
-            with self._signals(install_signals):
+            with installed(install_signals, self._arm):
                 loops = [self._drive(self._looping(tally, self, key)) for key in self._interrupts]
                 await asyncio.gather(*loops)
         finally:
@@ -75,27 +74,23 @@ class AsyncWorker(WorkerBase[AsyncQueue]):
                 await beat
         return tally.handled
 
-    @contextlib.contextmanager
-    def _signals(self, install: bool) -> Iterator[None]:
-        if not install:
-            yield
-            return
+    def _arm(self) -> Callable[[], None]:
+        """The loop's signal handlers, removed at the first signal (or when run returns)."""
         loop = asyncio.get_running_loop()
         stopping: list[asyncio.Task[None]] = []
 
-        def graceful() -> None:
+        def disarm() -> None:
             for sig in SIGNALS:
                 loop.remove_signal_handler(sig)
+
+        def graceful() -> None:
+            disarm()
             self._stopping.set()
             stopping.append(loop.create_task(self.stop()))
 
         for sig in SIGNALS:
             loop.add_signal_handler(sig, graceful)
-        try:
-            yield
-        finally:
-            for sig in SIGNALS:
-                loop.remove_signal_handler(sig)
+        return disarm
 
     # the leases of every loop, renewed by the heartbeat task
     def hold(self, queue: AsyncQueue, jobs: list[Job]) -> None:
@@ -108,13 +103,7 @@ class AsyncWorker(WorkerBase[AsyncQueue]):
     async def _heartbeat(self) -> None:
         while True:
             due, wait = self._leases.due()
-            for queue, jobs in due:
-                try:
-                    lost = await queue.extend(jobs)
-                except Exception as exc:  # noqa: BLE001 - the heartbeat must outlive any failed call
-                    self._leases.failed(queue, exc)
-                    continue
-                self._leases.renewed(queue, lost)
+            await run_plan_async(self._leases.renewing(due), extend)
             if not due:
                 self._held.clear()
                 with contextlib.suppress(asyncio.TimeoutError):

@@ -4,9 +4,10 @@ with one line when the server is back)."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Sequence
 from time import monotonic
 from typing import Any
 
@@ -21,7 +22,7 @@ from ..exceptions import (
 from .base import QueueBase
 from .jobs import Job
 
-__all__ = ["LOG_EVERY", "TRANSIENT", "Leases", "Warnings"]
+__all__ = ["LOG_EVERY", "TRANSIENT", "Leases", "Warnings", "extend"]
 
 log = logging.getLogger("fastlock.worker")
 
@@ -116,3 +117,25 @@ class Leases:
     def failed(self, queue: QueueBase[Any], exc: Exception) -> None:
         """An extend failed: warned (rate-limited; a traceback unless :data:`TRANSIENT`)."""
         self._warn("heartbeat for %r failed: %s", queue, exc, exc_info=not isinstance(exc, TRANSIENT))
+
+    def renewing(
+        self, due: list[tuple[Any, list[Job]]], guard: contextlib.AbstractContextManager[Any] | None = None
+    ) -> Generator[tuple[Any, list[Job]], list[Job], None]:
+        """One heartbeat round as a plan (``operations.run_plan``): each request ``(queue,
+        jobs)`` is answered by ``queue.extend(jobs)``; a failed one is warned and skipped, a
+        lost lease dropped under ``guard``."""
+        for queue, jobs in due:
+            try:
+                lost = yield queue, jobs
+            except Exception as exc:  # noqa: BLE001 - the heartbeat must outlive any failed call
+                self.failed(queue, exc)
+                continue
+            with guard or contextlib.nullcontext():
+                self.renewed(queue, lost)
+
+
+def extend(request: tuple[Any, list[Job]]) -> Any:
+    """A :meth:`Leases.renewing` request answered: ``queue.extend(jobs)`` (awaitable for an
+    asyncio queue)."""
+    queue, jobs = request
+    return queue.extend(jobs)

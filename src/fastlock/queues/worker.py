@@ -19,23 +19,22 @@ loop moves on; its ``job.lost`` is set so that it can notice); SIGTERM/SIGINT ha
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import Any
 
 from ..operations import run_plan
 from .jobs import Job
+from .leases import extend
 from .outcomes import DeadLetter, JobTimeout, Retry
 from .policy import TRANSIENT, Act, Leases, Plan, Tally, WorkerBase
 from .queue import Queue
+from .signals import SIGNALS, installed
 
 __all__ = ["TRANSIENT", "DeadLetter", "Heartbeat", "JobTimeout", "Retry", "Worker", "heartbeat"]
-
-SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 class Heartbeat:
@@ -75,14 +74,7 @@ class Heartbeat:
 
     def _run(self) -> None:
         while True:
-            for queue, jobs in self._next_round():
-                try:
-                    lost = queue.extend(jobs)
-                except Exception as exc:  # noqa: BLE001 - the heartbeat must outlive any failed call
-                    self._leases.failed(queue, exc)
-                    continue
-                with self._cond:
-                    self._leases.renewed(queue, lost)
+            run_plan(self._leases.renewing(self._next_round(), self._cond), extend)
 
 
 _process_heartbeat: Heartbeat | None = None
@@ -139,33 +131,30 @@ class Worker(WorkerBase[Queue]):
         are back at once, so a second signal acts as it would have (SIGINT raises
         KeyboardInterrupt, SIGTERM ends the process); restored when run returns."""
         tally = self._tally(max_jobs, threading.Lock())
-        with self._signals(install_signals):
+        with installed(install_signals, self._arm):
             if self.concurrency == 1:
                 self._drive(self._looping(tally, heartbeat(), self._interrupts[0]))
             else:
                 self._run_threads(tally)
         return tally.handled
 
-    @contextlib.contextmanager
-    def _signals(self, install: bool) -> Iterator[None]:
-        if not install:
-            yield
-            return
+    def _arm(self) -> Callable[[], None]:
+        """SIGTERM and SIGINT call :meth:`stop`; what puts the previous handlers back (at the
+        first signal, or when run returns)."""
         previous = {sig: signal.getsignal(sig) for sig in SIGNALS}
 
-        def graceful(signum: int, frame: FrameType | None) -> None:
+        def disarm() -> None:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+
+        def graceful(signum: int, frame: FrameType | None) -> None:
+            disarm()
             self._stopping.set()  # the interrupts are sent from a thread: never I/O in a handler
             threading.Thread(target=self.stop, name="fastlock-stop", daemon=True).start()
 
         for sig in SIGNALS:
             signal.signal(sig, graceful)
-        try:
-            yield
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+        return disarm
 
     def _run_threads(self, tally: Tally) -> None:
         """Each loop in its thread; the first error of one stops the others and is raised."""
