@@ -28,7 +28,7 @@ PAIRS: dict[str, str] = {
 """The hand-written pairs, sync side -> asyncio side (``path::Class`` compares two classes)."""
 
 OVER: dict[str, int] = {
-    "sync/client.py": 65,
+    "sync/client.py": 42,
     "sync/pipeline.py": 49,
     "queues/worker.py": 22,
 }

@@ -1,0 +1,93 @@
+"""What the sync and the asyncio client share, transport-neutral: :class:`ClientOptions`
+(the keyword options both take, declared once) and :class:`ClientShell` (reading them, the
+script settings as attributes, ``from_redis`` and ``repr``)."""
+
+from __future__ import annotations
+
+import os
+import ssl
+from collections.abc import Iterable
+from typing import Any, ClassVar, Self, TypedDict
+
+from .._impl import load_core
+from ..params import ConnectionParams, parse_url
+from .calling import ScriptSettings, ScriptSettingsAccess
+from .registry import ScriptRegistry
+
+__all__ = ["ClientOptions", "ClientShell"]
+
+
+class ClientOptions(TypedDict, total=False):
+    """The keyword options of both clients (defaults in :data:`DEFAULTS`): ``impl`` picks
+    the core (``"cython"`` or ``"python"``; default ``FASTLOCK_IMPL`` or the best available);
+    ``pool_timeout`` bounds the wait for a connection; the script settings (see
+    :class:`fastlock.Client`); and any :class:`~fastlock.params.ConnectionParams` field,
+    which overrides what the URL says."""
+
+    impl: str | None
+    pool_timeout: float | None
+    script_paths: Iterable[str | os.PathLike[str]]
+    debug: bool
+    max_history: int
+    busy_timeout: float
+    kill_busy_after: float | None
+    warm_up: bool
+    host: str
+    port: int
+    path: str | None
+    db: int
+    username: str | None
+    password: str | None
+    ssl_context: ssl.SSLContext | None
+    connect_timeout: float | None
+    socket_timeout: float | None
+    client_name: str | None
+
+
+DEFAULTS: dict[str, Any] = {
+    "impl": None,
+    "pool_timeout": 5.0,
+    "script_paths": (),
+    "debug": False,
+    "max_history": 1000,
+    "busy_timeout": 5.0,
+    "kill_busy_after": None,
+    "warm_up": False,
+}
+"""The client options' defaults (the rest, connection parameters, default to the URL's)."""
+
+
+class ClientShell(ScriptSettingsAccess):
+    """Under both clients: :meth:`_configure` reads the :class:`ClientOptions`, then
+    ``from_redis`` and ``repr``."""
+
+    kind: ClassVar[str]
+    impl: str
+    params: ConnectionParams
+
+    def _configure(
+        self, url: str, options: ClientOptions
+    ) -> tuple[ScriptRegistry, ScriptSettings, dict[str, Any]]:
+        """Set :attr:`impl`, the core and :attr:`params`; the script registry and settings,
+        and the options with their defaults (``pool_timeout``, ``warm_up``, ...)."""
+        chosen: dict[str, Any] = {**DEFAULTS, **options}
+        overrides = {key: chosen.pop(key) for key in options if key not in DEFAULTS}
+        self.impl, self._core = load_core(chosen["impl"])
+        self.params = parse_url(url, **overrides)
+        settings = ScriptSettings(
+            chosen["busy_timeout"], chosen["kill_busy_after"], chosen["debug"], chosen["max_history"]
+        )
+        return ScriptRegistry(chosen["script_paths"]), settings, chosen
+
+    @classmethod
+    def from_redis(cls, redis_client: Any, **kwargs: Any) -> Self:
+        """A client for the same server, database, credentials, timeouts and TLS settings as
+        a redis-py (or valkey-py) client, blocking or ``asyncio``. ``kwargs`` go to the
+        constructor. redis-py's default ``socket_timeout=None`` is kept: ordinary commands wait
+        for ever, blocking waits still end by their own timeout (``execute_blocking``)."""
+        from ..interop.redis_py import params_from_redis
+
+        return cls(**{**params_from_redis(redis_client), **kwargs})
+
+    def __repr__(self) -> str:
+        return f"<{self.kind} {self.params.address} impl={self.impl}>"
