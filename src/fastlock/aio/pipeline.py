@@ -5,22 +5,14 @@ over any :class:`~fastlock.operations.AsyncRunner`: the awaited forms of
 from __future__ import annotations
 
 from collections.abc import Coroutine, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
-from ..exceptions import ArgumentError, ResponseError
+from ..exceptions import ResponseError
 from ..operations import AsyncRunner
 from ..protocol.commands import refuse_connection_state
 from ..scripts.calling import ScriptSettings, meta_values, read_server_version
-from ..scripts.pipelined import (
-    CallQueue,
-    ScriptBinding,
-    failed_calls,
-    raise_first,
-    script_command,
-    script_home,
-    settle,
-    unsent_reply,
-)
+from ..scripts.pipelined import CallQueue, ScriptBinding, calls_to_send_again, raise_first
 from ..scripts.registry import Script, ScriptRegistry
 
 __all__ = ["AsyncScriptRunner", "BoundScript", "Pipeline"]
@@ -33,7 +25,7 @@ class AsyncScriptRunner(AsyncRunner, Protocol):
     script_settings: ScriptSettings
 
 
-class Pipeline:
+class Pipeline(AbstractAsyncContextManager["Pipeline"]):
     """Commands queued with :meth:`execute_command` and script calls with :meth:`call`, sent
     in one write by ``await`` :meth:`execute`; ``async with`` drops what was not sent. The
     same API as the sync :class:`fastlock.Pipeline`."""
@@ -46,9 +38,7 @@ class Pipeline:
     def execute_command(self, *args: Any) -> Pipeline:
         """Queue one command (refused like in :meth:`Client.execute
         <fastlock.aio.Client.execute>`); returns the pipeline so calls can be chained."""
-        if not args:
-            raise ArgumentError("a command needs at least its name")
-        refuse_connection_state(args)
+        refuse_connection_state(args, queued=True)
         self._commands.append(args)
         self._calls.append(None)
         return self
@@ -85,30 +75,14 @@ class Pipeline:
         await queue.prepare(commands)
         replies = await self._runner.execute_many(commands)  # type: ignore[arg-type]
         errors = queue.errors(replies)
-        if errors or queue.evals():
-            settle(queue, replies, errors)
-        if errors:
-            for i, call, again in failed_calls(queue, replies, errors, allow_reorder):
-                replies[i] = await self._script_reply(i, *call, replies[i], again)
+        for i, script, keys, args in calls_to_send_again(queue, replies, errors, allow_reorder):
+            try:
+                replies[i] = await self._runner.call(script.name, keys, args)
+            except ResponseError as exc:
+                replies[i] = exc
         if raise_on_error and errors:
             raise_first(replies, errors)
         return replies
-
-    async def _script_reply(
-        self, i: int, script: Script, keys: Any, args: Any, error: ResponseError, again: bool
-    ) -> Any:
-        """The reply of pipelined call ``i`` of ``script`` that got error reply ``error``
-        (``again``: it may be sent again)."""
-        reply = unsent_reply(i, script, error, again)
-        if reply is not None:
-            return reply
-        try:
-            return await self._runner.call(script.name, keys, args)
-        except ResponseError as exc:
-            return exc
-
-    async def __aenter__(self) -> Pipeline:
-        return self
 
     async def __aexit__(self, *exc_info: object) -> None:
         self._commands, self._calls = [], []
@@ -116,7 +90,7 @@ class Pipeline:
 
 class _Sent(CallQueue):
     """The calls of a pipeline being sent: their commands (``EVALSHA``, or ``EVAL`` first for
-    a script not seen loaded on its node) and the queue methods :func:`settle` reads."""
+    a script not seen loaded on its node) and the queue methods :func:`calls_to_send_again` reads."""
 
     def __init__(self, runner: AsyncScriptRunner, calls: list[tuple[Script, Any, Any] | None]) -> None:
         super().__init__(runner, calls, [None] * len(calls))
@@ -124,7 +98,7 @@ class _Sent(CallQueue):
     async def prepare(self, commands: list[tuple[Any, ...] | None]) -> None:
         runner = self._runner
         settings = runner.script_settings
-        home_of = getattr(runner, "_script_home", None)
+        home_of = self._home_of
         for i, call in enumerate(self._calls):
             if call is None:
                 continue
@@ -133,12 +107,8 @@ class _Sent(CallQueue):
                 if settings.server_version is None and "server_version" in script.meta:
                     await runner.run(read_server_version(settings))
                 args = [*args, *meta_values(script, settings)]
-            home = script_home(await home_of(keys) if home_of is not None else (), script)
-            first = self.sent_as_eval(home)
-            if first:
-                self._evals.append(i)
-            self._homes[i] = home
-            commands[i] = script_command(script, keys, args, first)
+            node = await home_of(keys) if home_of else ()
+            commands[i] = self.script_call(i, script, keys, args, node)
 
 
 class BoundScript(ScriptBinding):
