@@ -8,11 +8,10 @@ from collections.abc import Coroutine, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
-from ..exceptions import ResponseError
 from ..operations import AsyncRunner
 from ..protocol.commands import refuse_connection_state
 from ..scripts.calling import ScriptSettings, meta_values, read_server_version
-from ..scripts.pipelined import CallQueue, ScriptBinding, calls_to_send_again, raise_first
+from ..scripts.pipelined import CallQueue, ScriptBinding, settle_replies
 from ..scripts.registry import Script, ScriptRegistry
 
 __all__ = ["AsyncScriptRunner", "BoundScript", "Pipeline"]
@@ -26,9 +25,9 @@ class AsyncScriptRunner(AsyncRunner, Protocol):
 
 
 class Pipeline(AbstractAsyncContextManager["Pipeline"]):
-    """Commands queued with :meth:`execute_command` and script calls with :meth:`call`, sent
-    in one write by ``await`` :meth:`execute`; ``async with`` drops what was not sent. The
-    same API as the sync :class:`fastlock.Pipeline`."""
+    """The asyncio form of :class:`fastlock.Pipeline`, the same API: ``await`` :meth:`execute`
+    sends what :meth:`execute_command` and :meth:`call` queued, in one write; ``async with``
+    drops what was not sent."""
 
     def __init__(self, runner: AsyncScriptRunner) -> None:
         self._runner = runner
@@ -60,13 +59,10 @@ class Pipeline(AbstractAsyncContextManager["Pipeline"]):
         return len(self._commands)
 
     async def execute(self, raise_on_error: bool = True, *, allow_reorder: bool = False) -> list[Any]:
-        """Send the queued commands and calls and return their replies in order (see
-        :meth:`fastlock.Pipeline.execute`: a call the server did not run after which queued
-        commands ran is a :class:`~fastlock.ScriptNotRunError`, unless ``allow_reorder``).
-
-        With ``raise_on_error`` the first error reply is raised once all replies are read;
-        otherwise errors are returned in place as ``ResponseError`` instances.
-        """
+        """:meth:`fastlock.Pipeline.execute`, awaited: the replies in order, the first error
+        reply raised (``raise_on_error``) or errors in place; a call the server did not run
+        after which queued commands ran is a :class:`~fastlock.ScriptNotRunError`, unless
+        ``allow_reorder``."""
         commands, calls = self._commands, self._calls
         self._commands, self._calls = [], []
         if not commands:
@@ -75,13 +71,8 @@ class Pipeline(AbstractAsyncContextManager["Pipeline"]):
         await queue.prepare(commands)
         replies = await self._runner.execute_many(commands)  # type: ignore[arg-type]
         errors = queue.errors(replies)
-        for i, script, keys, args in calls_to_send_again(queue, replies, errors, allow_reorder):
-            try:
-                replies[i] = await self._runner.call(script.name, keys, args)
-            except ResponseError as exc:
-                replies[i] = exc
-        if raise_on_error and errors:
-            raise_first(replies, errors)
+        if errors or queue.evals():
+            await self._runner.run(settle_replies(queue, replies, errors, raise_on_error, allow_reorder))
         return replies
 
     async def __aexit__(self, *exc_info: object) -> None:
@@ -90,14 +81,13 @@ class Pipeline(AbstractAsyncContextManager["Pipeline"]):
 
 class _Sent(CallQueue):
     """The calls of a pipeline being sent: their commands (``EVALSHA``, or ``EVAL`` first for
-    a script not seen loaded on its node) and the queue methods :func:`calls_to_send_again` reads."""
+    a script not seen loaded on its node) and the queue methods :func:`settle_replies` reads."""
 
     def __init__(self, runner: AsyncScriptRunner, calls: list[tuple[Script, Any, Any] | None]) -> None:
         super().__init__(runner, calls, [None] * len(calls))
 
     async def prepare(self, commands: list[tuple[Any, ...] | None]) -> None:
-        runner = self._runner
-        settings = runner.script_settings
+        settings = self._runner.script_settings
         home_of = self._home_of
         for i, call in enumerate(self._calls):
             if call is None:
@@ -105,7 +95,7 @@ class _Sent(CallQueue):
             script, keys, args = call
             if script.meta:
                 if settings.server_version is None and "server_version" in script.meta:
-                    await runner.run(read_server_version(settings))
+                    await self._runner.run(read_server_version(settings))
                 args = [*args, *meta_values(script, settings)]
             node = await home_of(keys) if home_of else ()
             commands[i] = self.script_call(i, script, keys, args, node)

@@ -15,20 +15,20 @@ from collections.abc import Sequence
 from typing import Any, ClassVar, Protocol
 
 from ..exceptions import BusyError, LuaCompileError, LuaError, NoScriptError, ResponseError, ScriptNotRunError
+from ..operations import Call, Operation
 from .errors import lua_error
 from .registry import Script
 
 __all__ = [
     "NOT_RUN",
     "CallQueue",
-    "calls_to_send_again",
     "ScriptBinding",
     "last_run",
     "pipelined_scripts",
-    "raise_first",
     "script_command",
     "script_home",
     "settle",
+    "settle_replies",
 ]
 
 NOT_RUN = (NoScriptError, BusyError)
@@ -96,17 +96,17 @@ def last_run(replies: list[Any]) -> int:
     return -1
 
 
-def calls_to_send_again(
-    queue: _Queue, replies: list[Any], errors: list[int], allow_reorder: bool
-) -> list[tuple[int, Script, Any, Any]]:
-    """After a pipeline's ``replies`` (``errors``: the indices of the error replies): what
-    they tell :func:`settle`d, the reply of each failed script call set in place (its
-    :class:`~fastlock.LuaError` report, or a :class:`~fastlock.ScriptNotRunError` when it was
-    not run and may not be sent again); the calls to send again, ``(index, script, keys,
-    args)``: those not run after which nothing ran, or any not run with ``allow_reorder``."""
+def settle_replies(
+    queue: _Queue, replies: list[Any], errors: list[int], raise_on_error: bool, allow_reorder: bool
+) -> Operation[None]:
+    """Complete a pipeline's ``replies`` (``errors``: the indices of the error replies), as an
+    operation: what they tell :func:`settle`d, the reply of each failed script call set in
+    place (its :class:`~fastlock.LuaError` report, a :class:`~fastlock.ScriptNotRunError` when
+    it was not run and may not be sent again), and the calls not run after which nothing ran
+    (any, with ``allow_reorder``) sent again by :class:`~fastlock.operations.Call`, their reply
+    or error reply in place; then, with ``raise_on_error``, the first error reply left raised."""
     if errors or queue.evals():
         settle(queue, replies, errors)
-    again: list[tuple[int, Script, Any, Any]] = []
     ran = last_run(replies)
     for i in errors:
         call = queue.call_at(i)
@@ -117,13 +117,17 @@ def calls_to_send_again(
         if not isinstance(error, NOT_RUN):
             replies[i] = lua_error(error, script)
         elif i > ran or allow_reorder:
-            again.append((i, script, keys, args))
+            try:
+                replies[i] = yield Call(script.name, keys, args)
+            except ResponseError as exc:
+                replies[i] = exc
         else:
             replies[i] = ScriptNotRunError(error.text, script=script.name, index=i)
-    return again
+    if raise_on_error:
+        _raise_first(replies, errors)
 
 
-def raise_first(replies: list[Any], errors: list[int]) -> None:
+def _raise_first(replies: list[Any], errors: list[int]) -> None:
     """Raise the first error reply left among ``errors`` (a script call's may have been replaced)."""
     for i in errors:
         if isinstance(replies[i], ResponseError):
@@ -134,7 +138,7 @@ class CallQueue:
     """The calls of a pipeline on a runner without the core's ``Batch`` (both transports):
     per entry its ``(script, keys, args)`` (``None``: a command) and where it loads (its
     home, :func:`script_home`), the indices of the calls sent as ``EVAL``; the queue methods
-    :func:`calls_to_send_again` reads."""
+    :func:`settle_replies` reads."""
 
     def __init__(self, runner: Any, calls: list[tuple[Script, Any, Any] | None], homes: list[Any]) -> None:
         self._runner = runner

@@ -14,10 +14,9 @@ from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from .._impl import CoreCommandQueue
-from ..exceptions import ResponseError
 from ..operations import Runner
 from ..protocol.commands import refuse_connection_state
-from ..scripts.pipelined import CallQueue, ScriptBinding, calls_to_send_again, raise_first
+from ..scripts.pipelined import CallQueue, ScriptBinding, settle_replies
 from ..scripts.registry import Script, ScriptRegistry
 
 __all__ = ["BoundScript", "CommandList", "Pipeline", "ScriptRunner"]
@@ -92,15 +91,9 @@ class Pipeline(AbstractContextManager["Pipeline"]):
             replies = self._send(batch)
             errors = batch.errors(replies)
             if errors or batch.evals():
-                for i, script, keys, args in calls_to_send_again(batch, replies, errors, allow_reorder):
-                    try:
-                        replies[i] = self._runner.call(script.name, keys, args)
-                    except ResponseError as exc:
-                        replies[i] = exc
+                self._runner.run(settle_replies(batch, replies, errors, raise_on_error, allow_reorder))
         finally:
             batch.clear()
-        if raise_on_error and errors:
-            raise_first(replies, errors)
         return replies
 
     def __exit__(self, *exc_info: object) -> None:
