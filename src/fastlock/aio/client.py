@@ -29,8 +29,6 @@ from ..operations import AsyncRunner, Operation
 from ..params import DEFAULT_URL, blocking_wait
 from ..protocol.commands import refuse_connection_state
 from ..scripts.calling import (
-    check_loaded,
-    load_commands,
     meta_values,
     read_server_version,
     record_call,
@@ -38,7 +36,7 @@ from ..scripts.calling import (
     recover,
     register,
 )
-from ..scripts.clients import ClientOptions, ClientShell
+from ..scripts.clients import ClientOptions, ClientShell, closed_on_error
 from .access import AsyncLockQueueAccess
 from .connection import Connection, open_connection
 from .drive import drive
@@ -89,13 +87,9 @@ class Client(ClientShell, AsyncLockQueueAccess, AbstractAsyncContextManager["Cli
     async def _open(self) -> Connection:
         conn = await open_connection(self.params, self._core)
         if self._warm_up:
-            scripts = self.scripts.load_all()
-            try:
-                replies = await conn.send(self._core.encode_pipeline(load_commands(scripts)), len(scripts))
-                check_loaded(scripts, replies)
-            except BaseException:
-                conn.close()
-                raise
+            commands, check = self._warm_up_load()
+            with closed_on_error(conn):
+                check(await conn.send(self._core.encode_pipeline(commands), len(commands)))
         return conn
 
     @property
@@ -147,8 +141,7 @@ class Client(ClientShell, AsyncLockQueueAccess, AbstractAsyncContextManager["Cli
     async def execute_many(
         self, commands: Sequence[tuple[Any, ...]], *, timeout: float | None = None
     ) -> list[Any]:
-        """Send ``commands`` (each refused like in :meth:`execute`) in one write and return
-        their replies in order, error replies in place as ``ResponseError`` instances."""
+        """:meth:`fastlock.Client.execute_many`, awaited (``timeout`` as in :meth:`execute`)."""
         for args in commands:
             refuse_connection_state(args)
         if not commands:
@@ -267,8 +260,8 @@ class Client(ClientShell, AsyncLockQueueAccess, AbstractAsyncContextManager["Cli
 
     async def warm_up(self) -> None:
         """Load every script on a connection now (one write), so first calls find them."""
-        scripts = self.scripts.load_all()
-        check_loaded(scripts, await self.execute_many(load_commands(scripts)))
+        commands, check = self._warm_up_load()
+        check(await self.execute_many(commands))
 
     async def close(self) -> None:
         """Close every connection; commands still waiting fail with ``ConnectionError``."""

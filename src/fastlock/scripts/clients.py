@@ -1,20 +1,22 @@
 """What the sync and the asyncio client share, transport-neutral: :class:`ClientOptions`
 (the keyword options both take, declared once) and :class:`ClientShell` (reading them, the
-script settings as attributes, ``from_redis`` and ``repr``)."""
+script settings as attributes, the warm-up load, ``from_redis`` and ``repr``)."""
 
 from __future__ import annotations
 
+import functools
 import os
 import ssl
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, ClassVar, Self, TypedDict
 
 from .._impl import load_core
 from ..params import ConnectionParams, parse_url
-from .calling import ScriptSettings, ScriptSettingsAccess
+from .calling import ScriptSettings, ScriptSettingsAccess, check_loaded, load_commands
 from .registry import ScriptRegistry
 
-__all__ = ["ClientOptions", "ClientShell"]
+__all__ = ["ClientOptions", "ClientShell", "closed_on_error"]
 
 
 class ClientOptions(TypedDict, total=False):
@@ -89,5 +91,21 @@ class ClientShell(ScriptSettingsAccess):
 
         return cls(**{**params_from_redis(redis_client), **kwargs})
 
+    def _warm_up_load(self) -> tuple[list[tuple[Any, ...]], Callable[[Sequence[Any]], None]]:
+        """Warm-up: the commands loading every script in one write, and the check of their
+        replies (it raises the first failed load's :class:`~fastlock.LuaError`)."""
+        scripts = self.scripts.load_all()
+        return load_commands(scripts), functools.partial(check_loaded, scripts)
+
     def __repr__(self) -> str:
         return f"<{self.kind} {self.params.address} impl={self.impl}>"
+
+
+@contextmanager
+def closed_on_error(conn: Any) -> Iterator[None]:
+    """Close ``conn`` (a connection being opened) if the block raises, and re-raise."""
+    try:
+        yield
+    except BaseException:
+        conn.close()
+        raise

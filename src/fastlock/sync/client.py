@@ -28,15 +28,13 @@ from ..protocol.commands import refuse_connection_state
 from ..scripts.calling import (
     MAX_RELOADS,
     ScriptSettings,
-    check_loaded,
-    load_commands,
     read_server_version,
     record_call,
     record_failure,
     recover,
     register,
 )
-from ..scripts.clients import ClientOptions, ClientShell
+from ..scripts.clients import ClientOptions, ClientShell, closed_on_error
 from ..scripts.registry import Script, ScriptRegistry, ScriptStats
 from .access import LockQueueAccess
 from .connect import open_connection, set_io_timeout
@@ -115,12 +113,9 @@ class Client(ClientShell, LockQueueAccess, ScriptCalls, AbstractContextManager["
 
     def _open_and_load_scripts(self) -> Any:
         conn = self._open()
-        scripts = self.scripts.load_all()
-        try:
-            check_loaded(scripts, self._core.Connection.pipeline(conn, load_commands(scripts)))
-        except BaseException:
-            conn.close()
-            raise
+        commands, check = self._warm_up_load()
+        with closed_on_error(conn):
+            check(self._core.Connection.pipeline(conn, commands))
         return conn
 
     @property
