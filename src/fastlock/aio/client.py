@@ -28,14 +28,7 @@ from ..exceptions import ConnectionError, FastlockError, ResponseError, TimeoutE
 from ..operations import AsyncRunner, Operation
 from ..params import DEFAULT_URL, blocking_wait
 from ..protocol.commands import refuse_connection_state
-from ..scripts.calling import (
-    meta_values,
-    read_server_version,
-    record_call,
-    record_failure,
-    recover,
-    register,
-)
+from ..scripts.calling import meta_values, read_server_version, record_call, record_failure, recover
 from ..scripts.clients import ClientOptions, ClientShell, closed_on_error
 from .access import AsyncLockQueueAccess
 from .connection import Connection, open_connection
@@ -48,7 +41,7 @@ __all__ = ["AsyncLockQueueAccess", "Client"]
 T = TypeVar("T")
 
 
-class Client(ClientShell, AsyncLockQueueAccess, AbstractAsyncContextManager["Client"]):
+class Client(ClientShell[BoundScript], AsyncLockQueueAccess, AbstractAsyncContextManager["Client"]):
     """An asyncio Redis/Valkey client with automatic pipelining.
 
     ``url`` and the keyword ``options`` (:class:`~fastlock.scripts.clients.ClientOptions`:
@@ -62,6 +55,7 @@ class Client(ClientShell, AsyncLockQueueAccess, AbstractAsyncContextManager["Cli
     """
 
     kind = "fastlock.aio.Client"
+    bound = BoundScript
 
     def __init__(
         self,
@@ -245,14 +239,6 @@ class Client(ClientShell, AsyncLockQueueAccess, AbstractAsyncContextManager["Cli
             raise
         record_call(script, settings, monotonic() - start)
         return reply
-
-    def script(self, name: str) -> BoundScript:
-        """Script ``name`` as an awaitable callable: ``await client.script(name)(keys, args)``."""
-        return BoundScript(self, self.scripts.get(name))
-
-    def register_script(self, source: str | bytes, name: str | None = None) -> BoundScript:
-        """:meth:`fastlock.Client.register_script`, returning an awaitable callable."""
-        return BoundScript(self, register(self.scripts, source, name))
 
     async def server_version(self) -> str:
         """:attr:`fastlock.Client.server_version`, awaited."""

@@ -9,14 +9,16 @@ import os
 import ssl
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, ClassVar, Self, TypedDict
+from typing import Any, ClassVar, Generic, Self, TypedDict, TypeVar
 
 from .._impl import load_core
 from ..params import ConnectionParams, parse_url
-from .calling import ScriptSettings, ScriptSettingsAccess, check_loaded, load_commands
-from .registry import ScriptRegistry
+from .calling import ScriptSettings, ScriptSettingsAccess, check_loaded, load_commands, register
+from .registry import Script, ScriptRegistry
 
 __all__ = ["ClientOptions", "ClientShell", "closed_on_error"]
+
+B = TypeVar("B")
 
 
 class ClientOptions(TypedDict, total=False):
@@ -59,11 +61,13 @@ DEFAULTS: dict[str, Any] = {
 """The client options' defaults (the rest, connection parameters, default to the URL's)."""
 
 
-class ClientShell(ScriptSettingsAccess):
-    """Under both clients: :meth:`_configure` reads the :class:`ClientOptions`, then
-    ``from_redis`` and ``repr``."""
+class ClientShell(ScriptSettingsAccess, Generic[B]):
+    """Under both clients: :meth:`_configure` reads the :class:`ClientOptions`; then the
+    scripts as callables (``B``, built by ``bound(client, script)``), ``from_redis`` and
+    ``repr``."""
 
     kind: ClassVar[str]
+    bound: Callable[[Any, Script], B]
     impl: str
     params: ConnectionParams
 
@@ -90,6 +94,16 @@ class ClientShell(ScriptSettingsAccess):
         from ..interop.redis_py import params_from_redis
 
         return cls(**{**params_from_redis(redis_client), **kwargs})
+
+    def script(self, name: str) -> B:
+        """Script ``name`` as a callable: ``client.script(name)(keys, args)`` (awaited on an
+        asyncio client)."""
+        return self.bound(self, self.scripts.get(name))
+
+    def register_script(self, source: str | bytes, name: str | None = None) -> B:
+        """Register ``source`` (includes and ``#meta`` allowed) as script ``name`` (default
+        ``script_<sha1 prefix>``) and return it as a callable (awaited on an asyncio client)."""
+        return self.bound(self, register(self.scripts, source, name))
 
     def _warm_up_load(self) -> tuple[list[tuple[Any, ...]], Callable[[Sequence[Any]], None]]:
         """Warm-up: the commands loading every script in one write, and the check of their

@@ -32,7 +32,6 @@ from ..scripts.calling import (
     record_call,
     record_failure,
     recover,
-    register,
 )
 from ..scripts.clients import ClientOptions, ClientShell, closed_on_error
 from ..scripts.registry import Script, ScriptRegistry, ScriptStats
@@ -56,7 +55,7 @@ T = TypeVar("T")
 _KEEP_CONNECTION = (ResponseError, ArgumentError, ArgumentTypeError)
 
 
-class Client(ClientShell, LockQueueAccess, ScriptCalls, AbstractContextManager["Client"]):
+class Client(ClientShell[BoundScript], LockQueueAccess, ScriptCalls, AbstractContextManager["Client"]):
     """A Redis/Valkey client for hot loops.
 
     ``url`` is ``redis://[user:password@]host[:port][/db]``, ``rediss://...`` for TLS or
@@ -79,6 +78,7 @@ class Client(ClientShell, LockQueueAccess, ScriptCalls, AbstractContextManager["
     """
 
     kind = "fastlock.Client"
+    bound = BoundScript
 
     def __init__(
         self,
@@ -231,15 +231,6 @@ class Client(ClientShell, LockQueueAccess, ScriptCalls, AbstractContextManager["
     def run(self, operation: Operation[T]) -> T:
         """Run a multi-step :data:`~fastlock.operations.Operation` with blocking calls."""
         return drive(self, operation)
-
-    def script(self, name: str) -> BoundScript:
-        """Script ``name`` as a callable: ``client.script(name)(keys, args)``."""
-        return BoundScript(self, self.scripts.get(name))
-
-    def register_script(self, source: str | bytes, name: str | None = None) -> BoundScript:
-        """Register ``source`` (includes and ``#meta`` allowed) as script ``name`` (default
-        ``script_<sha1 prefix>``) and return it as a callable."""
-        return BoundScript(self, register(self.scripts, source, name))
 
     @property
     def server_version(self) -> str:
