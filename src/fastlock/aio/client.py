@@ -41,7 +41,7 @@ __all__ = ["AsyncLockQueueAccess", "Client"]
 T = TypeVar("T")
 
 
-class Client(ClientShell[BoundScript], AsyncLockQueueAccess, AbstractAsyncContextManager["Client"]):
+class Client(ClientShell[BoundScript, Pool], AsyncLockQueueAccess, AbstractAsyncContextManager["Client"]):
     """An asyncio Redis/Valkey client with automatic pipelining.
 
     ``url`` and the keyword ``options`` (:class:`~fastlock.scripts.clients.ClientOptions`:
@@ -85,11 +85,6 @@ class Client(ClientShell[BoundScript], AsyncLockQueueAccess, AbstractAsyncContex
             with closed_on_error(conn):
                 check(await conn.send(self._core.encode_pipeline(commands), len(commands)))
         return conn
-
-    @property
-    def pool(self) -> Pool:
-        """The connections (sizes, settings, write counts)."""
-        return self._pool
 
     async def _request(self, payload: bytes, count: int, timeout: float | None) -> Any:
         """Send ``payload`` on a multiplexed connection; again on another one, once, if the

@@ -19,6 +19,7 @@ from .registry import Script, ScriptRegistry
 __all__ = ["ClientOptions", "ClientShell", "closed_on_error"]
 
 B = TypeVar("B")
+P = TypeVar("P")
 
 
 class ClientOptions(TypedDict, total=False):
@@ -61,13 +62,14 @@ DEFAULTS: dict[str, Any] = {
 """The client options' defaults (the rest, connection parameters, default to the URL's)."""
 
 
-class ClientShell(ScriptSettingsAccess, Generic[B]):
+class ClientShell(ScriptSettingsAccess, Generic[B, P]):
     """Under both clients: :meth:`_configure` reads the :class:`ClientOptions`; then the
-    scripts as callables (``B``, built by ``bound(client, script)``), ``from_redis`` and
-    ``repr``."""
+    scripts as callables (``B``, built by ``bound(client, script)``), the connection pool
+    (``P``), ``from_redis`` and ``repr``."""
 
     kind: ClassVar[str]
     bound: Callable[[Any, Script], B]
+    _pool: P
     impl: str
     params: ConnectionParams
 
@@ -94,6 +96,11 @@ class ClientShell(ScriptSettingsAccess, Generic[B]):
         from ..interop.redis_py import params_from_redis
 
         return cls(**{**params_from_redis(redis_client), **kwargs})
+
+    @property
+    def pool(self) -> P:
+        """The connection pool (its sizes, settings and counts)."""
+        return self._pool
 
     def script(self, name: str) -> B:
         """Script ``name`` as a callable: ``client.script(name)(keys, args)`` (awaited on an

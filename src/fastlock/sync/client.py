@@ -55,7 +55,9 @@ T = TypeVar("T")
 _KEEP_CONNECTION = (ResponseError, ArgumentError, ArgumentTypeError)
 
 
-class Client(ClientShell[BoundScript], LockQueueAccess, ScriptCalls, AbstractContextManager["Client"]):
+class Client(
+    ClientShell[BoundScript, ConnectionPool], LockQueueAccess, ScriptCalls, AbstractContextManager["Client"]
+):
     """A Redis/Valkey client for hot loops.
 
     ``url`` is ``redis://[user:password@]host[:port][/db]``, ``rediss://...`` for TLS or
@@ -138,11 +140,6 @@ class Client(ClientShell[BoundScript], LockQueueAccess, ScriptCalls, AbstractCon
     def script_settings(self, settings: ScriptSettings) -> None:
         self._settings = settings
         self._caller.use(self._scripts, settings)
-
-    @property
-    def pool(self) -> ConnectionPool:
-        """The connection pool (sizes and settings)."""
-        return self._pool
 
     def _run(self, op: Callable[..., Any], *args: Any) -> Any:
         """Run ``op(connection, *args)`` on a pooled connection with the retry policy."""
