@@ -19,29 +19,17 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from time import monotonic
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
-from .._impl import load_core
 from ..exceptions import ConnectionError, FastlockError, ResponseError, TimeoutError
 from ..operations import AsyncRunner, Operation
-from ..params import DEFAULT_URL, ConnectionParams, blocking_wait, parse_url
+from ..params import DEFAULT_URL, blocking_wait
 from ..protocol.commands import refuse_connection_state
-from ..scripts.calling import (
-    ScriptSettings,
-    ScriptSettingsAccess,
-    check_loaded,
-    load_commands,
-    meta_values,
-    read_server_version,
-    record_call,
-    record_failure,
-    recover,
-    register,
-)
-from ..scripts.registry import ScriptRegistry
+from ..scripts.calling import meta_values, read_server_version, record_call, record_failure, recover
+from ..scripts.clients import ClientOptions, ClientShell, closed_on_error
 from .access import AsyncLockQueueAccess
 from .connection import Connection, open_connection
 from .drive import drive
@@ -53,74 +41,50 @@ __all__ = ["AsyncLockQueueAccess", "Client"]
 T = TypeVar("T")
 
 
-class Client(ScriptSettingsAccess, AsyncLockQueueAccess):
+class Client(ClientShell[BoundScript, Pool], AsyncLockQueueAccess, AbstractAsyncContextManager["Client"]):
     """An asyncio Redis/Valkey client with automatic pipelining.
 
-    ``url`` and keyword ``params`` are those of :class:`fastlock.Client` (see
-    :func:`~fastlock.params.parse_url`), as are ``impl`` and the script settings
-    (``script_paths``, ``debug``, ``max_history``, ``busy_timeout``, ``kill_busy_after``,
-    ``warm_up``). ``max_connections`` bounds the multiplexed connections (and, apart, the
-    dedicated ones lent to blocking commands); ``max_in_flight`` the commands awaiting
-    replies on one multiplexed connection before another is opened or callers wait (at most
+    ``url`` and the keyword ``options`` (:class:`~fastlock.scripts.clients.ClientOptions`:
+    ``impl``, ``pool_timeout``, the script settings, connection parameters) are those of
+    :class:`fastlock.Client`; :attr:`script_settings` holds the script-call policy.
+    ``max_connections`` bounds the multiplexed connections (and, apart, the dedicated ones
+    lent to blocking commands); ``max_in_flight`` the commands awaiting replies on one
+    multiplexed connection before another is opened or callers wait (at most
     ``pool_timeout`` seconds). Connections open on first use, on the running loop; use the
     client from that loop only. Close it with ``await client.close()`` or ``async with``.
     """
+
+    kind = "fastlock.aio.Client"
+    bound = BoundScript
 
     def __init__(
         self,
         url: str = DEFAULT_URL,
         *,
-        impl: str | None = None,
         max_connections: int = 4,
         max_in_flight: int = 1024,
-        pool_timeout: float | None = 5.0,
-        script_paths: Iterable[str | os.PathLike[str]] = (),
-        debug: bool = False,
-        max_history: int = 1000,
-        busy_timeout: float = 5.0,
-        kill_busy_after: float | None = None,
-        warm_up: bool = False,
-        **params: Any,
+        **options: Unpack[ClientOptions],
     ) -> None:
-        self.impl, self._core = load_core(impl)
-        self.params: ConnectionParams = parse_url(url, **params)
-        self.scripts = ScriptRegistry(script_paths)
+        self.scripts, self.script_settings, chosen = self._configure(url, options)
         self._loaded = self.scripts.loaded
         self._encode_command = self._core.encode_command
         self._encode_evalsha = self._core.encode_evalsha
         self._timeout = self.params.socket_timeout
-        self.script_settings = ScriptSettings(busy_timeout, kill_busy_after, debug, max_history)
-        """The script-call policy (:class:`~fastlock.scripts.calling.ScriptSettings`)."""
-        self._warm_up = warm_up
+        self._warm_up = chosen["warm_up"]
         self._pool = Pool(
-            self._open, max_connections=max_connections, max_in_flight=max_in_flight, timeout=pool_timeout
+            self._open,
+            max_connections=max_connections,
+            max_in_flight=max_in_flight,
+            timeout=chosen["pool_timeout"],
         )
-
-    @classmethod
-    def from_redis(cls, redis_client: Any, **kwargs: Any) -> Client:
-        """A client for the same server, database, credentials, timeouts and TLS settings as
-        a redis-py client (``redis.asyncio`` or blocking; valkey-py alike). ``kwargs`` go to
-        :class:`Client`."""
-        from ..interop.redis_py import params_from_redis
-
-        return cls(**{**params_from_redis(redis_client), **kwargs})
 
     async def _open(self) -> Connection:
         conn = await open_connection(self.params, self._core)
         if self._warm_up:
-            scripts = self.scripts.load_all()
-            try:
-                replies = await conn.send(self._core.encode_pipeline(load_commands(scripts)), len(scripts))
-                check_loaded(scripts, replies)
-            except BaseException:
-                conn.close()
-                raise
+            commands, check = self._warm_up_load()
+            with closed_on_error(conn):
+                check(await conn.send(self._core.encode_pipeline(commands), len(commands)))
         return conn
-
-    @property
-    def pool(self) -> Pool:
-        """The connections (sizes, settings, write counts)."""
-        return self._pool
 
     async def _request(self, payload: bytes, count: int, timeout: float | None) -> Any:
         """Send ``payload`` on a multiplexed connection; again on another one, once, if the
@@ -166,8 +130,7 @@ class Client(ScriptSettingsAccess, AsyncLockQueueAccess):
     async def execute_many(
         self, commands: Sequence[tuple[Any, ...]], *, timeout: float | None = None
     ) -> list[Any]:
-        """Send ``commands`` (each refused like in :meth:`execute`) in one write and return
-        their replies in order, error replies in place as ``ResponseError`` instances."""
+        """:meth:`fastlock.Client.execute_many`, awaited (``timeout`` as in :meth:`execute`)."""
         for args in commands:
             refuse_connection_state(args)
         if not commands:
@@ -188,9 +151,8 @@ class Client(ScriptSettingsAccess, AsyncLockQueueAccess):
         return reply
 
     async def _execute_blocking_many(self, commands: list[tuple[Any, ...]], timeout: float) -> list[Any]:
-        """``commands`` ending with a blocking one, in one write on one connection (the
-        cluster's ``ASKING``, which holds for the next command on its connection only); their
-        replies, errors in place."""
+        """The awaited :meth:`fastlock.Client._execute_blocking_many` (``ASKING`` and a
+        blocking command, on one dedicated connection)."""
         payload = self._core.encode_pipeline(commands)
         replies: list[Any] = await self._blocking(payload, len(commands), timeout)
         return replies
@@ -213,7 +175,7 @@ class Client(ScriptSettingsAccess, AsyncLockQueueAccess):
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def evalsha(self, sha: str | bytes, keys: Sequence[Any] = (), args: Sequence[Any] = ()) -> Any:
-        """Run ``EVALSHA`` of an already loaded script."""
+        """:meth:`fastlock.Client.evalsha`, awaited."""
         reply = await self._request(self._encode_evalsha(sha, keys, args), 0, None)
         if isinstance(reply, ResponseError):
             raise reply
@@ -273,37 +235,21 @@ class Client(ScriptSettingsAccess, AsyncLockQueueAccess):
         record_call(script, settings, monotonic() - start)
         return reply
 
-    def script(self, name: str) -> BoundScript:
-        """Script ``name`` as an awaitable callable: ``await client.script(name)(keys, args)``."""
-        return BoundScript(self, self.scripts.get(name))
-
-    def register_script(self, source: str | bytes, name: str | None = None) -> BoundScript:
-        """Register ``source`` (includes and ``#meta`` allowed) as script ``name`` (default
-        ``script_<sha1 prefix>``) and return it as an awaitable callable."""
-        return BoundScript(self, register(self.scripts, source, name))
-
     async def server_version(self) -> str:
-        """The server's ``redis_version`` (Valkey: its Redis compatibility version), read
-        once and again after a ``NOSCRIPT`` (the server may have changed)."""
+        """:attr:`fastlock.Client.server_version`, awaited."""
         return await self.run(read_server_version(self.script_settings))
 
     async def warm_up(self) -> None:
         """Load every script on a connection now (one write), so first calls find them."""
-        scripts = self.scripts.load_all()
-        check_loaded(scripts, await self.execute_many(load_commands(scripts)))
+        commands, check = self._warm_up_load()
+        check(await self.execute_many(commands))
 
     async def close(self) -> None:
         """Close every connection; commands still waiting fail with ``ConnectionError``."""
         await self._pool.close()
 
-    async def __aenter__(self) -> Client:
-        return self
-
     async def __aexit__(self, *exc_info: object) -> None:
         await self.close()
-
-    def __repr__(self) -> str:
-        return f"<fastlock.aio.Client {self.params.address} impl={self.impl}>"
 
 
 if TYPE_CHECKING:

@@ -5,22 +5,13 @@ over any :class:`~fastlock.operations.AsyncRunner`: the awaited forms of
 from __future__ import annotations
 
 from collections.abc import Coroutine, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
-from ..exceptions import ArgumentError, ResponseError
 from ..operations import AsyncRunner
 from ..protocol.commands import refuse_connection_state
 from ..scripts.calling import ScriptSettings, meta_values, read_server_version
-from ..scripts.pipelined import (
-    CallQueue,
-    ScriptBinding,
-    failed_calls,
-    raise_first,
-    script_command,
-    script_home,
-    settle,
-    unsent_reply,
-)
+from ..scripts.pipelined import CallQueue, ScriptBinding, settle_replies
 from ..scripts.registry import Script, ScriptRegistry
 
 __all__ = ["AsyncScriptRunner", "BoundScript", "Pipeline"]
@@ -33,10 +24,10 @@ class AsyncScriptRunner(AsyncRunner, Protocol):
     script_settings: ScriptSettings
 
 
-class Pipeline:
-    """Commands queued with :meth:`execute_command` and script calls with :meth:`call`, sent
-    in one write by ``await`` :meth:`execute`; ``async with`` drops what was not sent. The
-    same API as the sync :class:`fastlock.Pipeline`."""
+class Pipeline(AbstractAsyncContextManager["Pipeline"]):
+    """The asyncio form of :class:`fastlock.Pipeline`, the same API: ``await`` :meth:`execute`
+    sends what :meth:`execute_command` and :meth:`call` queued, in one write; ``async with``
+    drops what was not sent."""
 
     def __init__(self, runner: AsyncScriptRunner) -> None:
         self._runner = runner
@@ -46,9 +37,7 @@ class Pipeline:
     def execute_command(self, *args: Any) -> Pipeline:
         """Queue one command (refused like in :meth:`Client.execute
         <fastlock.aio.Client.execute>`); returns the pipeline so calls can be chained."""
-        if not args:
-            raise ArgumentError("a command needs at least its name")
-        refuse_connection_state(args)
+        refuse_connection_state(args, queued=True)
         self._commands.append(args)
         self._calls.append(None)
         return self
@@ -70,13 +59,10 @@ class Pipeline:
         return len(self._commands)
 
     async def execute(self, raise_on_error: bool = True, *, allow_reorder: bool = False) -> list[Any]:
-        """Send the queued commands and calls and return their replies in order (see
-        :meth:`fastlock.Pipeline.execute`: a call the server did not run after which queued
-        commands ran is a :class:`~fastlock.ScriptNotRunError`, unless ``allow_reorder``).
-
-        With ``raise_on_error`` the first error reply is raised once all replies are read;
-        otherwise errors are returned in place as ``ResponseError`` instances.
-        """
+        """:meth:`fastlock.Pipeline.execute`, awaited: the replies in order, the first error
+        reply raised (``raise_on_error``) or errors in place; a call the server did not run
+        after which queued commands ran is a :class:`~fastlock.ScriptNotRunError`, unless
+        ``allow_reorder``."""
         commands, calls = self._commands, self._calls
         self._commands, self._calls = [], []
         if not commands:
@@ -86,29 +72,8 @@ class Pipeline:
         replies = await self._runner.execute_many(commands)  # type: ignore[arg-type]
         errors = queue.errors(replies)
         if errors or queue.evals():
-            settle(queue, replies, errors)
-        if errors:
-            for i, call, again in failed_calls(queue, replies, errors, allow_reorder):
-                replies[i] = await self._script_reply(i, *call, replies[i], again)
-        if raise_on_error and errors:
-            raise_first(replies, errors)
+            await self._runner.run(settle_replies(queue, replies, errors, raise_on_error, allow_reorder))
         return replies
-
-    async def _script_reply(
-        self, i: int, script: Script, keys: Any, args: Any, error: ResponseError, again: bool
-    ) -> Any:
-        """The reply of pipelined call ``i`` of ``script`` that got error reply ``error``
-        (``again``: it may be sent again)."""
-        reply = unsent_reply(i, script, error, again)
-        if reply is not None:
-            return reply
-        try:
-            return await self._runner.call(script.name, keys, args)
-        except ResponseError as exc:
-            return exc
-
-    async def __aenter__(self) -> Pipeline:
-        return self
 
     async def __aexit__(self, *exc_info: object) -> None:
         self._commands, self._calls = [], []
@@ -116,29 +81,24 @@ class Pipeline:
 
 class _Sent(CallQueue):
     """The calls of a pipeline being sent: their commands (``EVALSHA``, or ``EVAL`` first for
-    a script not seen loaded on its node) and the queue methods :func:`settle` reads."""
+    a script not seen loaded on its node) and the queue methods :func:`settle_replies` reads."""
 
     def __init__(self, runner: AsyncScriptRunner, calls: list[tuple[Script, Any, Any] | None]) -> None:
         super().__init__(runner, calls, [None] * len(calls))
 
     async def prepare(self, commands: list[tuple[Any, ...] | None]) -> None:
-        runner = self._runner
-        settings = runner.script_settings
-        home_of = getattr(runner, "_script_home", None)
+        settings = self._runner.script_settings
+        home_of = self._home_of
         for i, call in enumerate(self._calls):
             if call is None:
                 continue
             script, keys, args = call
             if script.meta:
                 if settings.server_version is None and "server_version" in script.meta:
-                    await runner.run(read_server_version(settings))
+                    await self._runner.run(read_server_version(settings))
                 args = [*args, *meta_values(script, settings)]
-            home = script_home(await home_of(keys) if home_of is not None else (), script)
-            first = self.sent_as_eval(home)
-            if first:
-                self._evals.append(i)
-            self._homes[i] = home
-            commands[i] = script_command(script, keys, args, first)
+            node = await home_of(keys) if home_of else ()
+            commands[i] = self.script_call(i, script, keys, args, node)
 
 
 class BoundScript(ScriptBinding):

@@ -54,10 +54,13 @@ command is one set lookup; bounded by :data:`_ALLOWED_MAX`."""
 _ALLOWED_MAX = 512
 
 
-def refuse_connection_state(args: tuple[Any, ...]) -> None:
+def refuse_connection_state(args: tuple[Any, ...], *, queued: bool = False) -> None:
     """Raise :class:`~fastlock.ArgumentError` for a command in :data:`REFUSED` (name and, for
-    ``CLIENT``, subcommand compared case-insensitively)."""
+    ``CLIENT``, subcommand compared case-insensitively), and for one without a name when it is
+    ``queued`` in a pipeline."""
     if not args:
+        if queued:
+            raise ArgumentError("a command needs at least its name")
         return
     name = args[0]
     if (type(name) is str or type(name) is bytes) and name in _ALLOWED:

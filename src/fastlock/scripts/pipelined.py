@@ -11,10 +11,11 @@ entries). A call not run (:data:`NOT_RUN`) is sent again only when nothing after
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any, ClassVar, Protocol
 
 from ..exceptions import BusyError, LuaCompileError, LuaError, NoScriptError, ResponseError, ScriptNotRunError
+from ..operations import Call, Operation
 from .errors import lua_error
 from .registry import Script
 
@@ -22,14 +23,12 @@ __all__ = [
     "NOT_RUN",
     "CallQueue",
     "ScriptBinding",
-    "failed_calls",
     "last_run",
     "pipelined_scripts",
-    "raise_first",
     "script_command",
     "script_home",
     "settle",
-    "unsent_reply",
+    "settle_replies",
 ]
 
 NOT_RUN = (NoScriptError, BusyError)
@@ -97,30 +96,38 @@ def last_run(replies: list[Any]) -> int:
     return -1
 
 
-def failed_calls(
-    queue: _Queue, replies: list[Any], errors: list[int], allow_reorder: bool
-) -> Iterator[tuple[int, tuple[Script, Any, Any], bool]]:
-    """The script calls among the error replies ``errors`` (not empty): ``(index, (script,
-    keys, args), whether it may be sent again)``: when nothing after it ran, or ``allow_reorder``."""
+def settle_replies(
+    queue: _Queue, replies: list[Any], errors: list[int], raise_on_error: bool, allow_reorder: bool
+) -> Operation[None]:
+    """Complete a pipeline's ``replies`` (``errors``: the indices of the error replies), as an
+    operation: what they tell :func:`settle`d, the reply of each failed script call set in
+    place (its :class:`~fastlock.LuaError` report, a :class:`~fastlock.ScriptNotRunError` when
+    it was not run and may not be sent again), and the calls not run after which nothing ran
+    (any, with ``allow_reorder``) sent again by :class:`~fastlock.operations.Call`, their reply
+    or error reply in place; then, with ``raise_on_error``, the first error reply left raised."""
+    if errors or queue.evals():
+        settle(queue, replies, errors)
     ran = last_run(replies)
     for i in errors:
         call = queue.call_at(i)
-        if call is not None:
-            yield i, call, i > ran or allow_reorder
+        if call is None:
+            continue
+        script, keys, args = call
+        error = replies[i]
+        if not isinstance(error, NOT_RUN):
+            replies[i] = lua_error(error, script)
+        elif i > ran or allow_reorder:
+            try:
+                replies[i] = yield Call(script.name, keys, args)
+            except ResponseError as exc:
+                replies[i] = exc
+        else:
+            replies[i] = ScriptNotRunError(error.text, script=script.name, index=i)
+    if raise_on_error:
+        _raise_first(replies, errors)
 
 
-def unsent_reply(i: int, script: Script, error: ResponseError, again: bool) -> Any:
-    """The reply of pipelined call ``i`` of ``script`` that got ``error`` (``again``: it may be
-    sent again): its :class:`~fastlock.LuaError` report, a :class:`~fastlock.ScriptNotRunError`
-    when it was not run and may not be sent again, or ``None``: send it again."""
-    if not isinstance(error, NOT_RUN):
-        return lua_error(error, script)
-    if not again:
-        return ScriptNotRunError(error.text, script=script.name, index=i)
-    return None
-
-
-def raise_first(replies: list[Any], errors: list[int]) -> None:
+def _raise_first(replies: list[Any], errors: list[int]) -> None:
     """Raise the first error reply left among ``errors`` (a script call's may have been replaced)."""
     for i in errors:
         if isinstance(replies[i], ResponseError):
@@ -131,12 +138,13 @@ class CallQueue:
     """The calls of a pipeline on a runner without the core's ``Batch`` (both transports):
     per entry its ``(script, keys, args)`` (``None``: a command) and where it loads (its
     home, :func:`script_home`), the indices of the calls sent as ``EVAL``; the queue methods
-    :func:`settle` and :func:`failed_calls` read."""
+    :func:`settle_replies` reads."""
 
     def __init__(self, runner: Any, calls: list[tuple[Script, Any, Any] | None], homes: list[Any]) -> None:
         self._runner = runner
         self._calls = calls
         self._homes = homes
+        self._home_of = getattr(runner, "_script_home", None)
         self._evals: list[int] = []
 
     def sent_as_eval(self, home: tuple[Any, str] | None) -> bool:
@@ -145,6 +153,17 @@ class CallQueue:
         return home is None or (
             home not in pipelined_scripts(self._runner) and all(self._homes[i] != home for i in self._evals)
         )
+
+    def script_call(self, i: int, script: Script, keys: Any, args: Any, node: Any) -> tuple[Any, ...]:
+        """The command of call ``i`` of ``script`` (``args``: the meta values appended) going to
+        ``node`` (the runner's ``_script_home(keys)``, ``()`` for a one-server runner): its
+        ``EVALSHA``, or ``EVAL`` when not seen loaded there (noted as one); its home noted."""
+        home = script_home(node, script)
+        first = self.sent_as_eval(home)
+        if first:
+            self._evals.append(i)
+        self._homes[i] = home
+        return script_command(script, keys, args, first)
 
     def call_at(self, i: int) -> tuple[Script, Any, Any] | None:
         return self._calls[i]

@@ -16,28 +16,24 @@ kills, Lua error reports), which :meth:`Client.run` drives. Call metadata and in
 from __future__ import annotations
 
 import functools
-import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from time import monotonic
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
-from .._impl import load_core
 from ..exceptions import ArgumentError, ArgumentTypeError, ConnectionError, ResponseError
 from ..operations import Operation, Runner
-from ..params import BLOCKING_MARGIN, DEFAULT_URL, ConnectionParams, blocking_wait, parse_url
+from ..params import BLOCKING_MARGIN, DEFAULT_URL, blocking_wait
 from ..protocol.commands import refuse_connection_state
 from ..scripts.calling import (
     MAX_RELOADS,
     ScriptSettings,
-    ScriptSettingsAccess,
-    check_loaded,
-    load_commands,
     read_server_version,
     record_call,
     record_failure,
     recover,
-    register,
 )
+from ..scripts.clients import ClientOptions, ClientShell, closed_on_error
 from ..scripts.registry import Script, ScriptRegistry, ScriptStats
 from .access import LockQueueAccess
 from .connect import open_connection, set_io_timeout
@@ -59,13 +55,19 @@ T = TypeVar("T")
 _KEEP_CONNECTION = (ResponseError, ArgumentError, ArgumentTypeError)
 
 
-class Client(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
+class Client(
+    ClientShell[BoundScript, ConnectionPool], LockQueueAccess, ScriptCalls, AbstractContextManager["Client"]
+):
     """A Redis/Valkey client for hot loops.
 
     ``url`` is ``redis://[user:password@]host[:port][/db]``, ``rediss://...`` for TLS or
-    ``unix:///path.sock?db=N``; keyword arguments override what the URL says (see
-    :class:`~fastlock.params.ConnectionParams`). ``impl`` picks the core
-    (``"cython"`` or ``"python"``; default ``FASTLOCK_IMPL`` or the best available).
+    ``unix:///path.sock?db=N``. The keyword ``options`` (:class:`~fastlock.scripts.clients.ClientOptions`)
+    are ``impl``, ``pool_timeout``, the script settings below and connection parameters that
+    override what the URL says (see :class:`~fastlock.params.ConnectionParams`). ``impl``
+    picks the core (``"cython"`` or ``"python"``; default ``FASTLOCK_IMPL`` or the best
+    available). ``max_connections`` bounds the pool, whose ``get`` waits ``pool_timeout``
+    seconds (default 5) for a free one; ``health_check_interval`` (seconds) is the idle time
+    after which a connection is checked before reuse.
 
     Scripts: ``script_paths`` are folders searched before the built-in one; ``debug``
     makes scripts write their debug lines to the server log and logs every call's name
@@ -77,31 +79,23 @@ class Client(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
     kept in :attr:`script_settings` (also readable and settable as attributes of the client).
     """
 
+    kind = "fastlock.Client"
+    bound = BoundScript
+
     def __init__(
         self,
         url: str = DEFAULT_URL,
         *,
-        impl: str | None = None,
         max_connections: int = 50,
-        pool_timeout: float | None = 5.0,
         health_check_interval: float | None = 1.0,
-        script_paths: Iterable[str | os.PathLike[str]] = (),
-        debug: bool = False,
-        max_history: int = 1000,
-        busy_timeout: float = 5.0,
-        kill_busy_after: float | None = None,
-        warm_up: bool = False,
-        **params: Any,
+        **options: Unpack[ClientOptions],
     ) -> None:
-        self.impl, self._core = load_core(impl)
-        self.params: ConnectionParams = parse_url(url, **params)
-        self._scripts = ScriptRegistry(script_paths)
+        self._scripts, self._settings, chosen = self._configure(url, options)
         self._evalsha = self._core.Connection.evalsha
-        self._settings = ScriptSettings(busy_timeout, kill_busy_after, debug, max_history)
         self._pool = ConnectionPool(
-            self._open_and_load_scripts if warm_up else self._open,
+            self._open_and_load_scripts if chosen["warm_up"] else self._open,
             max_size=max_connections,
-            timeout=pool_timeout,
+            timeout=chosen["pool_timeout"],
             health_check_interval=health_check_interval,
         )
         self._caller = self._core.ScriptCaller(
@@ -116,28 +110,14 @@ class Client(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
         self._call = self._caller.call
         self._bind_call()
 
-    @classmethod
-    def from_redis(cls, redis_client: Any, **kwargs: Any) -> Client:
-        """Build a client for the same server, database, credentials, timeouts and TLS
-        settings as a redis-py (or valkey-py) client. ``kwargs`` go to :class:`Client`.
-        redis-py's default ``socket_timeout=None`` is kept: ordinary commands wait for
-        ever, blocking waits still end by their own timeout (:meth:`execute_blocking`)."""
-        from ..interop.redis_py import params_from_redis
-
-        params = params_from_redis(redis_client)
-        return cls(**{**params, **kwargs})
-
     def _open(self) -> Any:
         return open_connection(self.params, self._core)
 
     def _open_and_load_scripts(self) -> Any:
         conn = self._open()
-        scripts = self.scripts.load_all()
-        try:
-            check_loaded(scripts, self._core.Connection.pipeline(conn, load_commands(scripts)))
-        except BaseException:
-            conn.close()
-            raise
+        commands, check = self._warm_up_load()
+        with closed_on_error(conn):
+            check(self._core.Connection.pipeline(conn, commands))
         return conn
 
     @property
@@ -160,11 +140,6 @@ class Client(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
     def script_settings(self, settings: ScriptSettings) -> None:
         self._settings = settings
         self._caller.use(self._scripts, settings)
-
-    @property
-    def pool(self) -> ConnectionPool:
-        """The connection pool (sizes and settings)."""
-        return self._pool
 
     def _run(self, op: Callable[..., Any], *args: Any) -> Any:
         """Run ``op(connection, *args)`` on a pooled connection with the retry policy."""
@@ -254,15 +229,6 @@ class Client(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
         """Run a multi-step :data:`~fastlock.operations.Operation` with blocking calls."""
         return drive(self, operation)
 
-    def script(self, name: str) -> BoundScript:
-        """Script ``name`` as a callable: ``client.script(name)(keys, args)``."""
-        return BoundScript(self, self.scripts.get(name))
-
-    def register_script(self, source: str | bytes, name: str | None = None) -> BoundScript:
-        """Register ``source`` (includes and ``#meta`` allowed) as script ``name`` (default
-        ``script_<sha1 prefix>``) and return it as a callable."""
-        return BoundScript(self, register(self.scripts, source, name))
-
     @property
     def server_version(self) -> str:
         """The server's ``redis_version`` (Valkey: its Redis compatibility version), read
@@ -296,14 +262,8 @@ class Client(ScriptSettingsAccess, LockQueueAccess, ScriptCalls):
         """Close the pool's connections."""
         self._pool.close()
 
-    def __enter__(self) -> Client:
-        return self
-
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-    def __repr__(self) -> str:
-        return f"<fastlock.Client {self.params.address} impl={self.impl}>"
 
 
 def _execute_blocking(conn: Any, args: tuple[Any, ...], read_timeout: float, normal: float | None) -> Any:

@@ -10,22 +10,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
 from .._impl import CoreCommandQueue
-from ..exceptions import ArgumentError, ResponseError
 from ..operations import Runner
 from ..protocol.commands import refuse_connection_state
-from ..scripts.pipelined import (
-    CallQueue,
-    ScriptBinding,
-    failed_calls,
-    raise_first,
-    script_command,
-    script_home,
-    settle,
-    unsent_reply,
-)
+from ..scripts.pipelined import CallQueue, ScriptBinding, settle_replies
 from ..scripts.registry import Script, ScriptRegistry
 
 __all__ = ["BoundScript", "CommandList", "Pipeline", "ScriptRunner"]
@@ -39,7 +30,7 @@ class ScriptRunner(Runner, Protocol):
     def _with_meta(self, script: Script, args: Sequence[Any]) -> list[Any]: ...
 
 
-class Pipeline:
+class Pipeline(AbstractContextManager["Pipeline"]):
     """Commands queued with :meth:`execute_command` and script calls with :meth:`call`, sent
     in one write by :meth:`execute`. ``batch(pipeline)`` makes its queue and ``send(queue)``
     sends it, returning the replies (default: a :class:`CommandList` sent by the runner's
@@ -60,9 +51,7 @@ class Pipeline:
     def execute_command(self, *args: Any) -> Pipeline:
         """Queue one command (refused like in :meth:`Client.execute <fastlock.Client.execute>`);
         returns the pipeline so calls can be chained."""
-        if not args:
-            raise ArgumentError("a command needs at least its name")
-        refuse_connection_state(args)
+        refuse_connection_state(args, queued=True)
         self._batch.command(args)
         return self
 
@@ -102,31 +91,10 @@ class Pipeline:
             replies = self._send(batch)
             errors = batch.errors(replies)
             if errors or batch.evals():
-                settle(batch, replies, errors)
-            if errors:
-                for i, call, again in failed_calls(batch, replies, errors, allow_reorder):
-                    replies[i] = self._script_reply(i, *call, replies[i], again)
+                self._runner.run(settle_replies(batch, replies, errors, raise_on_error, allow_reorder))
         finally:
             batch.clear()
-        if raise_on_error and errors:
-            raise_first(replies, errors)
         return replies
-
-    def _script_reply(
-        self, i: int, script: Script, keys: Any, args: Any, error: ResponseError, again: bool
-    ) -> Any:
-        """The reply of pipelined call ``i`` of ``script`` that got error reply ``error``
-        (``again``: it may be sent again)."""
-        reply = unsent_reply(i, script, error, again)
-        if reply is not None:
-            return reply
-        try:
-            return self._runner.call(script.name, keys, args)
-        except ResponseError as exc:
-            return exc
-
-    def __enter__(self) -> Pipeline:
-        return self
 
     def __exit__(self, *exc_info: object) -> None:
         self._batch.clear()
@@ -135,7 +103,7 @@ class Pipeline:
 class CommandList(CallQueue):
     """A pipeline's queue on any :class:`ScriptRunner`: commands as tuples, a script call as
     its ``EVALSHA`` command (the meta values appended; ``EVAL`` for the first call of a script
-    not seen loaded where it goes, see :func:`script_command`), sent by
+    not seen loaded where it goes, see :func:`~fastlock.scripts.pipelined.script_command`), sent by
     ``runner.execute_many``; the same methods as the core's ``CommandQueue``, ``call`` and
     ``command`` returning ``owner``."""
 
@@ -153,14 +121,10 @@ class CommandList(CallQueue):
         keys = keys if type(keys) in (tuple, list) else tuple(keys)
         args = args if type(args) in (tuple, list) else tuple(args)
         sent = runner._with_meta(script, args) if script.meta else args
-        home_of = getattr(runner, "_script_home", None)
-        home = script_home(home_of(keys) if home_of is not None else (), script)
-        first = self.sent_as_eval(home)
-        if first:
-            self._evals.append(len(self.commands))
-        self.commands.append(script_command(script, keys, sent, first))
+        node = self._home_of(keys) if self._home_of is not None else ()
         self._calls.append((script, keys, args))
-        self._homes.append(home)
+        self._homes.append(None)
+        self.commands.append(self.script_call(len(self.commands), script, keys, sent, node))
         return self._owner
 
     def command(self, args: tuple[Any, ...]) -> Any:
