@@ -237,7 +237,8 @@ def run(args: argparse.Namespace) -> str:
         sides: list[tuple[str, Any]] = []
         if args.only in (None, "aio"):
             for kind in ("fastlock", "redis"):
-                label = f"{'fastlock.aio' if kind == 'fastlock' else 'redis.asyncio Lock'}, {args.tasks} tasks / {args.names} names"
+                side = "fastlock.aio" if kind == "fastlock" else "redis.asyncio Lock"
+                label = f"{side}, {args.tasks} tasks / {args.names} names"
                 sides.append(
                     (
                         label,

@@ -45,6 +45,7 @@ from ..scripts.registry import ScriptRegistry
 from .access import AsyncLockQueueAccess
 from .connection import Connection, open_connection
 from .drive import drive
+from .notify import Listener
 from .pipeline import BoundScript, Pipeline
 from .pool import Pool
 
@@ -92,6 +93,7 @@ class Client(ScriptSettingsAccess, AsyncLockQueueAccess):
         self.script_settings = ScriptSettings(busy_timeout, kill_busy_after, debug, max_history)
         """The script-call policy (:class:`~fastlock.scripts.calling.ScriptSettings`)."""
         self._warm_up = warm_up
+        self._listener: Listener | None = None
         self._pool = Pool(
             self._open, max_connections=max_connections, max_in_flight=max_in_flight, timeout=pool_timeout
         )
@@ -116,6 +118,15 @@ class Client(ScriptSettingsAccess, AsyncLockQueueAccess):
                 conn.close()
                 raise
         return conn
+
+    @property
+    def listener(self) -> Listener:
+        """The wake-up listener of this client's blocked lock acquirers (one connection,
+        opened on the first wait; :mod:`fastlock.aio.notify`)."""
+        listener = self._listener
+        if listener is None:
+            listener = self._listener = Listener(self.params, self._core)
+        return listener
 
     @property
     def pool(self) -> Pool:
@@ -294,6 +305,8 @@ class Client(ScriptSettingsAccess, AsyncLockQueueAccess):
 
     async def close(self) -> None:
         """Close every connection; commands still waiting fail with ``ConnectionError``."""
+        if self._listener is not None:
+            self._listener.close()
         await self._pool.close()
 
     async def __aenter__(self) -> Client:
