@@ -15,4 +15,5 @@ local function wake_waiters(at, n, limit)
   redis.call("LPUSH", wake, unpack(tokens))
   redis.call("LTRIM", wake, 0, limit)
   redis.call("PEXPIRE", wake, WAKE_TTL_MS)
+  redis.call("PUBLISH", wake, "1") -- the clients' listeners (fastlock.locks.notify)
 end

@@ -25,6 +25,7 @@ __all__ = [
     "Commands",
     "Operation",
     "Runner",
+    "Notice",
     "Sleep",
     "Step",
 ]
@@ -73,7 +74,16 @@ class Sleep:
     seconds: float
 
 
-Step: TypeAlias = Call | Command | Blocking | Commands | Sleep
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """Wait up to ``timeout`` seconds for ``signal``'s wake-up (its ``wait``, awaited on
+    asyncio); the result is ``None``."""
+
+    signal: Any
+    timeout: float
+
+
+Step: TypeAlias = Call | Command | Blocking | Commands | Sleep | Notice
 Operation: TypeAlias = Generator[Step, Any, T]
 """A multi-step operation: yields steps, receives their results, returns its own."""
 

@@ -10,7 +10,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
-from harness.blocking import wait_until_blocked
+from harness.blocking import wait_until_subscribed
 
 import fastlock
 from fastlock import LockConflictError, LockError, LockNotOwnedError
@@ -86,7 +86,8 @@ def test_async_with_excludes_tasks_sharing_one_object(run: Run, loop: str, redis
 def test_a_sync_holder_wakes_an_async_waiter_without_polling(
     run: Run, loop: str, redis_url: str, impl: str, client: fastlock.Client
 ) -> None:
-    """The async waiter blocks in BLPOP (on the server's account) and the sync release wakes it."""
+    """The async waiter sleeps on its client's listener (subscribed, on the server's account)
+    and the sync release wakes it."""
 
     async def main() -> None:
         async with Client(redis_url, impl=impl) as aclient:
@@ -95,7 +96,7 @@ def test_a_sync_holder_wakes_an_async_waiter_without_polling(
             assert held is not None
             waiter = aclient.lock("wake", ttl=300, timeout=300)
             waiting = asyncio.create_task(waiter.acquire("async"))
-            await asyncio.to_thread(wait_until_blocked, client, "blpop")
+            await asyncio.to_thread(wait_until_subscribed, client)
             assert not waiting.done()
             released = time.monotonic()
             await asyncio.to_thread(holder.release, "sync")

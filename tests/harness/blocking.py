@@ -33,3 +33,11 @@ def connection_id(client: Any) -> int:
     """The server's id of the one pooled connection of ``client`` (made with max_connections=1)."""
     assert client.pool.max_size == 1
     return int(client.execute("CLIENT", "ID"))
+
+
+def wait_until_subscribed(client: Any, count: int = 1) -> None:
+    """Return once ``count`` channels have subscribers (lock waiters on a client's listener)."""
+    deadline = time.monotonic() + DEADLINE
+    while len(client.execute("PUBSUB", "CHANNELS")) < count:
+        assert time.monotonic() < deadline, f"fewer than {count} channels ever subscribed"
+        time.sleep(0.01)

@@ -33,6 +33,7 @@ from ..scripts.clients import ClientOptions, ClientShell, closed_on_error
 from .access import AsyncLockQueueAccess
 from .connection import Connection, open_connection
 from .drive import drive
+from .notify import Listener
 from .pipeline import BoundScript, Pipeline
 from .pool import Pool
 
@@ -71,6 +72,7 @@ class Client(ClientShell[BoundScript, Pool], AsyncLockQueueAccess, AbstractAsync
         self._encode_evalsha = self._core.encode_evalsha
         self._timeout = self.params.socket_timeout
         self._warm_up = chosen["warm_up"]
+        self._listener: Listener | None = None
         self._pool = Pool(
             self._open,
             max_connections=max_connections,
@@ -85,6 +87,15 @@ class Client(ClientShell[BoundScript, Pool], AsyncLockQueueAccess, AbstractAsync
             with closed_on_error(conn):
                 check(await conn.send(self._core.encode_pipeline(commands), len(commands)))
         return conn
+
+    @property
+    def listener(self) -> Listener:
+        """The wake-up listener of this client's blocked lock acquirers (one connection,
+        opened on the first wait; :mod:`fastlock.aio.notify`)."""
+        listener = self._listener
+        if listener is None:
+            listener = self._listener = Listener(self.params, self._core)
+        return listener
 
     async def _request(self, payload: bytes, count: int, timeout: float | None) -> Any:
         """Send ``payload`` on a multiplexed connection; again on another one, once, if the
@@ -246,6 +257,8 @@ class Client(ClientShell[BoundScript, Pool], AsyncLockQueueAccess, AbstractAsync
 
     async def close(self) -> None:
         """Close every connection; commands still waiting fail with ``ConnectionError``."""
+        if self._listener is not None:
+            self._listener.close()
         await self._pool.close()
 
     async def __aexit__(self, *exc_info: object) -> None:

@@ -15,6 +15,7 @@ from ..operations import (
     Call,
     Command,
     Commands,
+    Notice,
     Operation,
     Sleep,
     Step,
@@ -37,6 +38,9 @@ async def _perform(runner: AsyncRunner, step: Step) -> object:
         return await runner.execute_many(step.commands)
     if type(step) is Sleep:
         await asyncio.sleep(step.seconds)
+        return None
+    if type(step) is Notice:
+        await step.signal.wait(step.timeout)
         return None
     raise ArgumentTypeError(f"an operation yielded {step!r}, not a step")
 

@@ -262,13 +262,20 @@ class AsyncLock(LockBase[AsyncRunner]):
     if True:  # ASYNC: the acquire (or wait) operation
 
         async def _take(self, scope: Scope, job_id: str, wait: float, handoff: bool = False) -> Any:
-            """The fencing token, or the last conflict reply: the acquire (or wait) operation."""
-            taking = (
-                self._waiting(scope, job_id, wait, handoff)
-                if wait > 0
-                else self._attempt(scope, job_id, handoff)
-            )
-            return await self.manager.runner.run(taking)
+            """The fencing token, or the last conflict reply: the acquire (or wait) operation; a
+            wait is woken through the client's listener (if it has one), entered first."""
+            runner = self.manager.runner
+            if wait <= 0:
+                return await runner.run(self._attempt(scope, job_id, handoff))
+            listener = getattr(runner, "listener", None)
+            if listener is None:
+                return await runner.run(self._waiting(scope, job_id, wait, handoff))
+            channel = scope.wake.encode()
+            signal = await listener.listen(channel)
+            try:
+                return await runner.run(self._waiting(scope, job_id, wait, handoff, signal))
+            finally:
+                listener.leave(channel, signal)
 
     else:  # one direct call: the hot path makes no generator
 

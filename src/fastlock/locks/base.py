@@ -225,11 +225,14 @@ class LockBase(Generic[R]):
         """One acquire (re-sent once if its reply was lost): the token or the conflict reply."""
         return attempt(Call(*self._acquire_call(scope, job_id, self._flags, handoff)))
 
-    def _waiting(self, scope: Scope, job_id: str, wait: float, handoff: bool = False) -> Operation[Any]:
-        """An acquire waiting up to ``wait`` seconds for releases: the token or the last conflict reply."""
+    def _waiting(
+        self, scope: Scope, job_id: str, wait: float, handoff: bool = False, signal: Any = None
+    ) -> Operation[Any]:
+        """An acquire waiting up to ``wait`` seconds for releases (woken through ``signal``, a
+        listener's waiter, if given): the token or the last conflict reply."""
         first = Call(*self._acquire_call(scope, job_id, self._flags | WAITING, handoff))
         again = Call(*self._acquire_call(scope, job_id, self._flags | WAITING | WAITED, False))
-        return wait_for(first, again, scope.wake, wait)
+        return wait_for(first, again, scope.wake, wait, signal=signal)
 
     def _acquiring(self, job_id: str, wait: float) -> Operation[int | None]:
         """An acquire of the bound main scope as one operation: the token or ``None``."""

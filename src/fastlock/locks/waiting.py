@@ -1,9 +1,11 @@
 """Acquire attempts and the wait for a release, written once as operations (sans-IO).
 
-A blocked acquirer sleeps on the scope's wake list (``BLPOP``), which a release of a flagged
-slot pushes to, and tries again when woken; it never polls. Each single wait ends at the
-earliest of: the acquirer's deadline, the holders' expiry (their slots go without a release),
-and :data:`MAX_BLOCK`, a safety net that releases never let it reach.
+A blocked acquirer sleeps until a release of a flagged slot wakes it, and tries again; it
+never polls. With a ``signal`` (a client's wake-up listener, :mod:`fastlock.locks.notify`)
+it sleeps in-process, at most :data:`~fastlock.locks.notify.MAX_NAP` at a time; without one,
+on the scope's wake list (``BLPOP``, a connection of its own), at most :data:`MAX_BLOCK`.
+Each single wait also ends at the acquirer's deadline and at the holders' expiry (their
+slots go without a release).
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from collections.abc import Callable
 from typing import Any
 
 from ..exceptions import ConnectionError
-from ..operations import Blocking, Call, Operation
+from ..operations import Blocking, Call, Notice, Operation
+from .notify import MAX_NAP
 from .replies import acquire_reply
 
 __all__ = ["MAX_BLOCK", "attempt", "resend", "wait_for"]
@@ -41,11 +44,16 @@ def attempt(step: Call) -> Operation[Any]:
 
 
 def wait_for(
-    first: Call, again: Call, wake: str, wait: float, clock: Callable[[], float] = time.monotonic
+    first: Call,
+    again: Call,
+    wake: str,
+    wait: float,
+    clock: Callable[[], float] = time.monotonic,
+    signal: Any = None,
 ) -> Operation[Any]:
-    """Acquire with ``first`` (its flags ask holders to wake us); on conflict wait on the wake
-    list ``wake`` and try ``again``, until taken or ``wait`` seconds (by ``clock``) have passed.
-    The fencing token, or the last conflict reply."""
+    """Acquire with ``first`` (its flags ask holders to wake us); on conflict wait for
+    ``signal`` (else on the wake list ``wake``) and try ``again``, until taken or ``wait``
+    seconds (by ``clock``) have passed. The fencing token, or the last conflict reply."""
     reply = yield from attempt(first)
     if type(reply) is int:
         return reply
@@ -55,9 +63,12 @@ def wait_for(
         if left <= 0:
             return reply
         expiry = reply[0]
-        block = min(left, MAX_BLOCK, expiry / 1000 + 0.002 if expiry >= 0 else math.inf)
-        block = math.ceil(block * 1000) / 1000  # BLPOP reads milliseconds; 0 would wait for ever
-        yield Blocking(("BLPOP", wake, block), block)
+        block = min(left, expiry / 1000 + 0.002 if expiry >= 0 else math.inf)
+        if signal is not None:
+            yield Notice(signal, min(block, MAX_NAP))
+        else:
+            block = math.ceil(min(block, MAX_BLOCK) * 1000) / 1000  # BLPOP reads ms; 0: for ever
+            yield Blocking(("BLPOP", wake, block), block)
         reply = yield from attempt(again)
         if type(reply) is int:
             return reply

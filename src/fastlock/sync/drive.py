@@ -7,7 +7,7 @@ import time
 from typing import TypeVar
 
 from ..exceptions import ArgumentTypeError
-from ..operations import Blocking, Call, Command, Commands, Operation, Runner, Sleep, Step, run_plan
+from ..operations import Blocking, Call, Command, Commands, Notice, Operation, Runner, Sleep, Step, run_plan
 
 __all__ = ["drive"]
 
@@ -25,6 +25,9 @@ def _perform(runner: Runner, step: Step) -> object:
         return runner.execute_many(step.commands)
     if type(step) is Sleep:
         time.sleep(step.seconds)
+        return None
+    if type(step) is Notice:
+        step.signal.wait(step.timeout)
         return None
     raise ArgumentTypeError(f"an operation yielded {step!r}, not a step")
 
