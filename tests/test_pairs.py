@@ -28,7 +28,7 @@ PAIRS: dict[str, str] = {
 """The hand-written pairs, sync side -> asyncio side (``path::Class`` compares two classes)."""
 
 OVER: dict[str, int] = {
-    "sync/client.py": 30,
+    "sync/client.py": 24,
 }
 """Pairs still over :data:`LIMIT` and their ceiling (the count may only go down; issue 20)."""
 

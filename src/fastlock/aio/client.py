@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 from ..exceptions import ConnectionError, FastlockError, ResponseError, TimeoutError
 from ..operations import AsyncRunner, Operation
 from ..params import DEFAULT_URL, blocking_wait
-from ..protocol.commands import refuse_connection_state
+from ..protocol.commands import refuse_connection_state, refuse_each
 from ..scripts.calling import meta_values, read_server_version, record_call, record_failure, recover
 from ..scripts.clients import ClientOptions, ClientShell, closed_on_error
 from .access import AsyncLockQueueAccess
@@ -142,8 +142,7 @@ class Client(ClientShell[BoundScript, Pool], AsyncLockQueueAccess, AbstractAsync
         self, commands: Sequence[tuple[Any, ...]], *, timeout: float | None = None
     ) -> list[Any]:
         """:meth:`fastlock.Client.execute_many`, awaited (``timeout`` as in :meth:`execute`)."""
-        for args in commands:
-            refuse_connection_state(args)
+        refuse_each(commands)
         if not commands:
             return []
         replies: list[Any] = await self._request(self._core.encode_pipeline(commands), len(commands), timeout)

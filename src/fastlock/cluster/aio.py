@@ -32,7 +32,7 @@ from ..aio.script_calls import AsyncScriptCalls
 from ..exceptions import ConnectionError, ResponseError
 from ..operations import AsyncRunner, Operation, run_plan_async
 from ..params import DEFAULT_URL
-from ..protocol.commands import refuse_connection_state
+from ..protocol.commands import refuse_connection_state, refuse_each
 from ..protocol.slots import SLOTS
 from ..scripts.calling import ScriptSettingsAccess, register
 from .asking import command_commands, is_redirect, script_commands
@@ -258,8 +258,7 @@ class AsyncClusterClient(AsyncClusterNodes, ScriptSettingsAccess, AsyncLockQueue
     async def execute_many(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
         """Send ``commands`` in one write per node; replies in order, error replies in place.
         A command redirected (it did not run) is sent again alone, following the redirect."""
-        for args in commands:
-            refuse_connection_state(args)
+        refuse_each(commands)
         groups: dict[Address, list[int]] = {}
         slots: list[int] = []
         for index, args in enumerate(commands):

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ..exceptions import ConnectionError, ResponseError
 from ..operations import Operation, Runner, run_plan
 from ..params import DEFAULT_URL
-from ..protocol.commands import refuse_connection_state
+from ..protocol.commands import refuse_connection_state, refuse_each
 from ..protocol.slots import SLOTS
 from ..scripts.calling import ScriptSettings, ScriptSettingsAccess, register
 from ..scripts.registry import Script
@@ -219,8 +219,7 @@ class ClusterClient(ClusterNodes, ScriptSettingsAccess, LockQueueAccess, ScriptC
     def execute_many(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
         """Send ``commands`` in one write per node; replies in order, error replies in place.
         A command redirected (it did not run) is sent again alone, following the redirect."""
-        for args in commands:
-            refuse_connection_state(args)
+        refuse_each(commands)
         groups: dict[Address, list[int]] = {}
         slots: list[int] = []
         for index, args in enumerate(commands):

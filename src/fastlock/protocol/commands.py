@@ -4,11 +4,12 @@ commands on it would get wrong replies. Every transport refuses them before send
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from ..exceptions import ArgumentError
 
-__all__ = ["REFUSED", "refuse_connection_state"]
+__all__ = ["REFUSED", "refuse_connection_state", "refuse_each"]
 
 _SCRIPT_INSTEAD = "for atomic work use a Lua script (Client.register_script)"
 _PUBSUB_INSTEAD = "use redis-py's PubSub, on its own connection"
@@ -52,6 +53,12 @@ _ALLOWED: set[str | bytes] = set()
 """Command names (as given) already found not refused, so that the check of a repeated
 command is one set lookup; bounded by :data:`_ALLOWED_MAX`."""
 _ALLOWED_MAX = 512
+
+
+def refuse_each(commands: Iterable[tuple[Any, ...]]) -> None:
+    """:func:`refuse_connection_state` for each of ``commands`` (one write's)."""
+    for args in commands:
+        refuse_connection_state(args)
 
 
 def refuse_connection_state(args: tuple[Any, ...], *, queued: bool = False) -> None:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 from ..exceptions import ArgumentError, ArgumentTypeError, ConnectionError, ResponseError
 from ..operations import Operation, Runner
 from ..params import BLOCKING_MARGIN, DEFAULT_URL, blocking_wait
-from ..protocol.commands import refuse_connection_state
+from ..protocol.commands import refuse_connection_state, refuse_each
 from ..scripts.calling import (
     MAX_RELOADS,
     ScriptSettings,
@@ -221,8 +221,7 @@ class Client(
     def execute_many(self, commands: Sequence[tuple[Any, ...]]) -> list[Any]:
         """Send ``commands`` (each refused like in :meth:`execute`) in one write and return
         their replies in order, error replies in place as ``ResponseError`` instances."""
-        for args in commands:
-            refuse_connection_state(args)
+        refuse_each(commands)
         return list(self._run(self._core.Connection.pipeline, list(commands))) if commands else []
 
     def run(self, operation: Operation[T]) -> T:
