@@ -45,6 +45,7 @@ PAIRS: dict[str, str] = {
     "src/fastlock/aio/manager.py": "src/fastlock/locks/manager.py",
     "src/fastlock/aio/reaper.py": "src/fastlock/locks/reaper.py",
     "src/fastlock/aio/script_calls.py": "src/fastlock/sync/script_calls.py",
+    "src/fastlock/aio/drive.py": "src/fastlock/sync/drive.py",
     "src/fastlock/compat/redis_py_aio.py": "src/fastlock/compat/redis_py_sync.py",
 }
 """The async source -> the sync module written from it (paths from the repo root)."""

@@ -1,10 +1,8 @@
-"""Run an :data:`~fastlock.operations.Operation` with awaited calls: the asyncio twin of
-:mod:`fastlock.sync.drive` (same semantics; :class:`~fastlock.operations.Sleep` awaits
-:func:`asyncio.sleep`)."""
+"""Run an :data:`~fastlock.operations.Operation`: each step's call made, its result sent in
+(``aio/drive.py`` awaits them and is the source of ``sync/drive.py``)."""
 
 from __future__ import annotations
 
-import asyncio
 import functools
 from typing import TypeVar
 
@@ -21,6 +19,11 @@ from ..operations import (
     Step,
     run_plan_async,
 )
+
+if True:  # ASYNC
+    import asyncio
+else:
+    import time  # noqa: F401
 
 __all__ = ["drive"]
 
@@ -47,5 +50,5 @@ async def _perform(runner: AsyncRunner, step: Step) -> object:
 
 async def drive(runner: AsyncRunner, operation: Operation[T]) -> T:
     """Run ``operation`` on ``runner`` (:func:`~fastlock.operations.run_plan_async`: results
-    sent in, ``Exception`` thrown in, anything else, cancellation included, closes it)."""
+    sent in, ``Exception`` thrown in, anything else closes it: cancellation too)."""
     return await run_plan_async(operation, functools.partial(_perform, runner))

@@ -3,7 +3,8 @@
 A release of a flagged slot ``PUBLISH``es on the scope's wake channel (its wake key's name).
 A client keeps one subscribed connection for all its waiters of all names: the
 :class:`WaiterTable` says which channels to (un)subscribe and which waiter a message wakes;
-the transport's listener (``aio/notify.py``, its generated sync twin) does the I/O, and a
+the asyncio transport's listener (``aio/notify.py``) does the I/O (the sync and cluster
+clients' waiters still block on the wake list, which the release pushes as before), and a
 waiter is an in-process signal with ``set()``, ``is_set()`` and a ``wait(timeout)``.
 
 Rules: a waiter is entered (and its channel subscribed, confirmed by the server) *before*

@@ -1,4 +1,6 @@
-"""Run an :data:`~fastlock.operations.Operation` with blocking calls."""
+# generated from src/fastlock/aio/drive.py by tools/async_to_sync.py, do not edit
+"""Run an :data:`~fastlock.operations.Operation`: each step's call made, its result sent in
+(``aio/drive.py`` awaits them and is the source of ``sync/drive.py``)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,18 @@ import time
 from typing import TypeVar
 
 from ..exceptions import ArgumentTypeError
-from ..operations import Blocking, Call, Command, Commands, Notice, Operation, Runner, Sleep, Step, run_plan
+from ..operations import (
+    Blocking,
+    Call,
+    Command,
+    Commands,
+    Notice,
+    Operation,
+    Runner,
+    Sleep,
+    Step,
+    run_plan,
+)
 
 __all__ = ["drive"]
 
@@ -33,6 +46,6 @@ def _perform(runner: Runner, step: Step) -> object:
 
 
 def drive(runner: Runner, operation: Operation[T]) -> T:
-    """Run ``operation`` on ``runner`` (:func:`~fastlock.operations.run_plan`: results sent
-    in, ``Exception`` thrown in, anything else closes it)."""
+    """Run ``operation`` on ``runner`` (:func:`~fastlock.operations.run_plan`: results
+    sent in, ``Exception`` thrown in, anything else closes it: cancellation too)."""
     return run_plan(operation, functools.partial(_perform, runner))
