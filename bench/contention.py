@@ -8,11 +8,13 @@ Each side runs for a fixed window; the figure is the lifecycles *finished inside
 polling lock's drain tail would otherwise decide it), with the acquire wait p50/p99, the
 peak ``connected_clients`` of the server (sampled every 10 ms by a monitor connection, not
 counted) and the two-holder violations, checked inside the critical section with a server
-counter (``INCR`` on entry > 1, ``DECR`` on exit). Sides alternate round by round; medians.
+counter (``INCR`` on entry > 1, ``DECR`` on exit), and what the server spent per lifecycle:
+its CPU and the commands it ran (inside scripts too; the check's two are among them, on both
+sides, and so is the drain after the window). Sides alternate round by round; medians.
 
 ``python bench/contention.py [--rounds 3] [--window 2] [--tasks 100] [--names 20]
-[--processes 4] [--threads 8] [--sync-names 4] [--only aio|sync]`` (a private redis-server
-on a unix socket).
+[--processes 4] [--threads 8] [--sync-names 4] [--only aio|sync] [--patience S]`` (a private
+redis-server on a unix socket; ``--patience``: fastlock's, else the namespace default).
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ import multiprocessing
 import statistics
 import threading
 import time
-from dataclasses import dataclass, field
 from typing import Any
 
 import redis
@@ -33,25 +34,9 @@ from redis.exceptions import LockError as RedisLockError
 import fastlock
 import fastlock.aio
 from fastlock.testing.servers import TempServer
+from fastlock.tools.contention import Result, crowd
 
 TTL, TIMEOUT = 10, 5
-
-
-@dataclass
-class Result:
-    """One side's round: lifecycles in the window, waits (s), violations, peak connections."""
-
-    lifecycles: int = 0
-    failed: int = 0
-    violations: int = 0
-    waits: list[float] = field(default_factory=list)
-    peak_clients: int = 0
-
-    def merge(self, other: Result) -> None:
-        self.lifecycles += other.lifecycles
-        self.failed += other.failed
-        self.violations += other.violations
-        self.waits.extend(other.waits)
 
 
 def _quantile(values: list[float], q: float) -> float:
@@ -62,13 +47,22 @@ def _quantile(values: list[float], q: float) -> float:
 
 
 class Monitor:
-    """Samples the server's ``connected_clients`` (minus its own connection) in a thread."""
+    """Samples the server's ``connected_clients`` (minus its own connection) in a thread, and
+    reads what the server spent on a round: its CPU seconds (``INFO cpu``) and the commands it
+    ran, those inside scripts included (``INFO commandstats``, reset at the round's start; the
+    monitor's own ``INFO`` and ``CONFIG`` left out)."""
 
     def __init__(self, path: str) -> None:
         self._conn = redis.Redis(unix_socket_path=path)
         self.peak = 0
+        self.server_cpu = 0.0
+        self.commands = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _cpu(self) -> float:
+        cpu = self._conn.info("cpu")
+        return float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
 
     def _run(self) -> None:
         while not self._stop.wait(0.01):
@@ -77,6 +71,8 @@ class Monitor:
 
     def __enter__(self) -> Monitor:
         self.peak = 0
+        self._conn.config_resetstat()
+        self._cpu_start = self._cpu()
         self._stop.clear()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -85,18 +81,25 @@ class Monitor:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
+        self.server_cpu = self._cpu() - self._cpu_start
+        stats = self._conn.info("commandstats")
+        own = {"cmdstat_info", "cmdstat_config|resetstat"}
+        self.commands = sum(int(v["calls"]) for k, v in stats.items() if k not in own)
 
 
 # --- asyncio ---------------------------------------------------------------------------
 
 
-async def _aio_round(kind: str, path: str, tasks: int, names: int, window: float) -> Result:
+async def _aio_round(
+    kind: str, path: str, tasks: int, names: int, window: float, patience: float | None = None
+) -> Result:
     result = Result()
     if kind == "fastlock":
         client: Any = fastlock.aio.Client(f"unix://{path}")
+        locks = client.locks if patience is None else fastlock.aio.AsyncLockManager(client, patience=patience)
 
         def lock(name: str) -> Any:
-            return client.lock(name, ttl=TTL, timeout=TIMEOUT)
+            return locks.lock(name, ttl=TTL, timeout=TIMEOUT)
 
         async def check(key: str, delta: int) -> int:
             return int(await client.execute("INCRBY", key, delta))
@@ -141,13 +144,15 @@ async def _aio_round(kind: str, path: str, tasks: int, names: int, window: float
 
 
 def _sync_worker(
-    kind: str, path: str, threads: int, names: int, start: float, window: float, out: Any
-) -> None:
+    kind: str, path: str, threads: int, names: int, start: float, window: float, out: Any,
+    patience: float | None = None,
+) -> None:  # fmt: skip
     if kind == "fastlock":
         client: Any = fastlock.Client(f"unix://{path}")
+        locks = client.locks if patience is None else fastlock.LockManager(client, patience=patience)
 
         def lock(name: str) -> Any:
-            return client.lock(name, ttl=TTL, timeout=TIMEOUT)
+            return locks.lock(name, ttl=TTL, timeout=TIMEOUT)
 
         def check(key: str, delta: int) -> int:
             return int(client.execute("INCRBY", key, delta))
@@ -160,46 +165,26 @@ def _sync_worker(
         def check(key: str, delta: int) -> int:
             return int(client.incrby(key, delta))
 
-    results = [Result() for _ in range(threads)]
-    end = start + window
-
-    def one(i: int) -> None:
-        result = results[i]
-        name = f"s{kind}:{i % names}"
-        held = f"held:{name}"
-        while time.time() < start:
-            time.sleep(0.001)
-        while time.time() < end:
-            started = time.perf_counter()
-            try:
-                with lock(name):
-                    result.waits.append(time.perf_counter() - started)
-                    if check(held, 1) > 1:
-                        result.violations += 1
-                    check(held, -1)
-            except (fastlock.LockConflictError, RedisLockError):
-                result.failed += 1
-                continue
-            if time.time() < end:
-                result.lifecycles += 1
-
-    workers = [threading.Thread(target=one, args=(i,)) for i in range(threads)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join()
-    total = Result()
-    for result in results:
-        total.merge(result)
+    names_of = [f"s{kind}:{n}" for n in range(names)]
+    failure = (fastlock.LockConflictError, RedisLockError)
+    total = crowd(lock, check, failure, threads=threads, names=names_of, start=start, end=start + window)
     out.put(total)
 
 
-def _sync_round(kind: str, path: str, processes: int, threads: int, names: int, window: float) -> Result:
+def _sync_round(
+    kind: str,
+    path: str,
+    processes: int,
+    threads: int,
+    names: int,
+    window: float,
+    patience: float | None = None,
+) -> Result:
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
     start = time.time() + 1.5  # the spawned interpreters import first
     procs = [
-        ctx.Process(target=_sync_worker, args=(kind, path, threads, names, start, window, out))
+        ctx.Process(target=_sync_worker, args=(kind, path, threads, names, start, window, out, patience))
         for _ in range(processes)
     ]
     for proc in procs:
@@ -215,12 +200,15 @@ def _sync_round(kind: str, path: str, processes: int, threads: int, names: int, 
 # --- driver ----------------------------------------------------------------------------
 
 
-def _line(label: str, rounds: list[Result], window: float) -> str:
+def _line(label: str, rounds: list[Result], server: list[tuple[float, int]], window: float) -> str:
     rates = [r.lifecycles / window for r in rounds]
     waits = [w for r in rounds for w in r.waits]
+    cpu = statistics.median(c / max(r.lifecycles, 1) for r, (c, _) in zip(rounds, server, strict=True))
+    commands = statistics.median(n / max(r.lifecycles, 1) for r, (_, n) in zip(rounds, server, strict=True))
     return (
         f"| {label} | {statistics.median(rates):,.0f} | {_quantile(waits, 0.5) * 1e3:.1f} ms "
         f"| {_quantile(waits, 0.99) * 1e3:.1f} ms | {max(r.peak_clients for r in rounds)} "
+        f"| {cpu * 1e6:.0f} µs | {commands:.1f} "
         f"| {sum(r.failed for r in rounds)} | {sum(r.violations for r in rounds)} |"
     )
 
@@ -228,8 +216,9 @@ def _line(label: str, rounds: list[Result], window: float) -> str:
 def run(args: argparse.Namespace) -> str:
     server = TempServer().start()
     lines = [
-        "| side | lifecycles/s | wait p50 | wait p99 | peak clients | timed out | two holders |",
-        "|---|---|---|---|---|---|---|",
+        "| side | lifecycles/s | wait p50 | wait p99 | peak clients | server CPU / lifecycle "
+        "| server commands / lifecycle | timed out | two holders |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     try:
         path = server.unix_path
@@ -242,7 +231,9 @@ def run(args: argparse.Namespace) -> str:
                 sides.append(
                     (
                         label,
-                        lambda k=kind: asyncio.run(_aio_round(k, path, args.tasks, args.names, args.window)),
+                        lambda k=kind: asyncio.run(
+                            _aio_round(k, path, args.tasks, args.names, args.window, args.patience)
+                        ),
                     )
                 )
         if args.only in (None, "sync"):
@@ -255,18 +246,20 @@ def run(args: argparse.Namespace) -> str:
                     (
                         label,
                         lambda k=kind: _sync_round(
-                            k, path, args.processes, args.threads, args.sync_names, args.window
+                            k, path, args.processes, args.threads, args.sync_names, args.window, args.patience
                         ),
                     )
                 )
         results: dict[str, list[Result]] = {label: [] for label, _ in sides}
+        spent: dict[str, list[tuple[float, int]]] = {label: [] for label, _ in sides}
         for _ in range(args.rounds):
             for label, side in sides:
                 with monitor:
                     result = side()
                 result.peak_clients = monitor.peak
                 results[label].append(result)
-        lines += [_line(label, rounds, args.window) for label, rounds in results.items()]
+                spent[label].append((monitor.server_cpu, monitor.commands))
+        lines += [_line(label, rounds, spent[label], args.window) for label, rounds in results.items()]
     finally:
         server.stop()
     return "\n".join(lines)
@@ -282,6 +275,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--sync-names", type=int, default=4)
     parser.add_argument("--only", choices=("aio", "sync"))
+    parser.add_argument("--patience", type=float, help="fastlock's (seconds; default: the namespace default)")
     print(run(parser.parse_args(argv)))
 
 

@@ -13,7 +13,16 @@ from typing import Any
 
 from fastlock.tools.instructions import Op, Path_, client_of, workload
 
-__all__ = ["CLUSTER_PATHS", "GATED", "PATHS", "PIPELINE", "hiredis_command", "raw_socket_hiredis"]
+__all__ = [
+    "AIO_PATHS",
+    "CLUSTER_PATHS",
+    "GATED",
+    "OBSERVED_PATHS",
+    "PATHS",
+    "PIPELINE",
+    "hiredis_command",
+    "raw_socket_hiredis",
+]
 
 
 def _reference() -> tuple[str, tuple[str, ...], tuple[Any, ...]]:
@@ -147,5 +156,80 @@ TCP (the cluster's transport), measured in the same run; a 3x3 cluster of the ha
 ratios are gated on every toolchain; their budgets only where the toolchain's table has
 them (``--update`` on that toolchain writes them): a table without them is still complete."""
 
-GATED = (*PATHS, *CLUSTER_PATHS)
+
+def _observed(kind: str, setup: Callable[[str], Op]) -> Callable[[str], Op]:
+    """``setup`` with an observer installed first (before its client is made): ``prometheus``
+    (``fastlock.metrics.prometheus.register`` on a private registry) or ``tracing`` (the
+    OpenTelemetry SDK's tracer provider sampling nothing, a no-op meter provider)."""
+
+    def observed(path: str) -> Op:
+        if kind == "prometheus":
+            from prometheus_client import CollectorRegistry
+
+            from fastlock.metrics.prometheus import register
+
+            register(CollectorRegistry())
+        else:
+            from opentelemetry.metrics import NoOpMeterProvider
+            from opentelemetry.sdk.trace import TracerProvider
+            from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+
+            from fastlock.metrics import otel
+
+            otel.instrument(
+                tracer_provider=TracerProvider(sampler=ALWAYS_OFF), meter_provider=NoOpMeterProvider()
+            )
+        return setup(path)
+
+    return observed
+
+
+OBSERVED_PATHS = (
+    Path_("client.call: cython core, prometheus on", _observed("prometheus", _call(None)), 1024, 512),
+    Path_("client.call: cython core, tracing on, sampling off", _observed("tracing", _call(None)), 1024, 512),
+    Path_(
+        "lock acquire + release, prometheus on",
+        _observed("prometheus", workload("lock acquire + release")),
+        ops=512,
+        warmup=256,
+    ),
+)
+"""The cost of observing (docs/observability.md): each path beside its unobserved twin, with
+an observer installed; measured last (an observer stays installed in the child). Their
+ratios to the twins are gated everywhere, their budgets only where the table has them. 1024
+calls: four folds of the scripts' stats, as in any 1024 calls."""
+
+AIO_EACH = 50
+"""Operations per task in a round of the asyncio paths (``aio_workloads.TASKS`` tasks): enough
+that the round's own making of its tasks (asyncio.gather) is a small part of each operation's
+count (at 10 it was about a fifth of a call's)."""
+
+
+def _aio_path(label: str, name: str, ops: int, loop: str = "asyncio", impl: str | None = None) -> Path_:
+    """Asyncio workload ``name`` (``fastlock.tools.aio_workloads``): a round of its 100 tasks
+    doing ``AIO_EACH`` operations each is one op, counted per operation."""
+    from fastlock.tools.aio_workloads import path_setup
+
+    setup = path_setup(name, AIO_EACH, loop, impl)
+    return Path_(label, setup, ops=ops, warmup=2, cython=impl is None, per=100 * AIO_EACH)
+
+
+AIO_PATHS = (
+    _aio_path("aio client.call, 100 tasks: cython core", "EVALSHA round trip, 100 tasks", 5),
+    _aio_path(
+        "aio client.call, 100 tasks: cython core, uvloop", "EVALSHA round trip, 100 tasks", 5, "uvloop"
+    ),
+    _aio_path("aio client.call, 100 tasks: python core", "EVALSHA round trip, 100 tasks", 2, impl="python"),
+    _aio_path("aio lock acquire + release, 100 tasks", "lock acquire + release, 100 tasks", 3),
+    _aio_path(
+        "aio lock acquire + release, 100 tasks, uvloop", "lock acquire + release, 100 tasks", 3, "uvloop"
+    ),
+    _aio_path("aio job: unbatched, 100 tasks", "job enqueue -> claim -> complete, unbatched, 100 tasks", 3),
+)
+"""The asyncio client's paths (issue 22): ``await client.call`` from 100 tasks, a lock
+acquire + release and an unbatched job from 100 tasks each on its own lock or queue, per
+operation, on the default loop (and uvloop: the call and the lock), beside the sync paths
+measured in the same run (their ratios in budgets.toml)."""
+
+GATED = (*PATHS, *AIO_PATHS, *CLUSTER_PATHS, *OBSERVED_PATHS)
 """Every path of the gate: what :func:`fastlock.tools.instructions.measure` loads from this file."""

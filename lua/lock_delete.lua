@@ -1,5 +1,6 @@
--- Delete every holder of one lock scope, whoever holds it (admin), wake its waiters and drop
--- it from the bucket index.
+-- Delete every holder of one lock scope, whoever holds it (admin), hand the freed slots over to
+-- queued listening waiters (else wake its waiters) and drop it from the bucket index unless
+-- a slot was handed over.
 -- KEYS: index, counter, changelog, then the scope: wake, slot 1..limit (shared/_lock_slots.lua)
 -- ARGV: scope, max_history
 -- Returns the number of holders deleted.
@@ -17,11 +18,20 @@ for i = 1, limit do
     changelog(max_history, "deleted", scope, holder, token)
   end
 end
+local handed = 0
 if deleted > 0 then
   redis.call("DEL", unpack(KEYS, FIRST_SCOPE + 1))
   if waited then
-    wake_waiters(FIRST_SCOPE, deleted, limit)
+    while handed < deleted and hand_over(FIRST_SCOPE, KEYS[FIRST_SCOPE + 1 + handed], {}, limit, scope,
+        max_history) do
+      handed = handed + 1
+    end
+    if handed < deleted then
+      wake_waiters(FIRST_SCOPE, deleted - handed, limit)
+    end
   end
 end
-redis.call("ZREM", K_INDEX, index_member(scope, limit))
+if handed == 0 then
+  redis.call("ZREM", K_INDEX, index_member(scope, limit))
+end
 return deleted

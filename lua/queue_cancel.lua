@@ -1,9 +1,12 @@
--- Cancel one waiting job: remove its word (ready, prioritised or delayed), its payload and
--- its until_executed / until_executing unique lock. KEYS: the queue's keys. ARGV: id,
--- search window (shared/_queue_find.lua).
--- Returns {done, state}: {1, 'ready' | 'delayed'} when cancelled; {0, state} when refused:
--- 'active' (leased: its worker decides), 'dead' (use purge_dead), 'queued' (not found in
--- the search windows: deeper in a long backlog) or 'missing' (no such job).
+-- Cancel one job: a waiting one loses its word (ready, prioritised or delayed), its payload
+-- and its until_executed / until_executing unique lock; a running (leased) one its lease,
+-- its payload and its until_executed lock, and its id joins the cancelled set (its holder's
+-- next extend answers it cancelled; the newest `kept` ids are remembered).
+-- KEYS: the queue's keys, then the cancelled set. ARGV: id, search window
+-- (shared/_queue_find.lua), kept.
+-- Returns {done, state}: {1, 'ready' | 'delayed' | 'active'} when cancelled; {0, state} when
+-- refused: 'dead' (use purge_dead), 'queued' (not found in the search windows: deeper in a
+-- long backlog) or 'missing' (no such job).
 -- #include "shared/_queue_find.lua"
 local id, window = ARGV[1], tonumber(ARGV[2])
 if redis.call("ZSCORE", K_DEAD, id) then
@@ -16,7 +19,11 @@ local kind, word, _, side = find_job(id, window)
 if not kind then
   return {0, "queued"}
 elseif kind == "active" then
-  return {0, "active"}
+  redis.call("ZREM", K_ACTIVE, word)
+  local _, rest = split_member(word)
+  word = rest
+  redis.call("ZADD", KEYS[13], int(now_ms()), id)
+  redis.call("ZREMRANGEBYRANK", KEYS[13], "0", -tonumber(ARGV[3]) - 1)
 elseif kind == "ready" then
   redis.call("LREM", K_READY, side, word)
 elseif kind == "prio" then

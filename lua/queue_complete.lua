@@ -1,6 +1,7 @@
 -- Complete leased jobs, then (ARGV[2] > 0) claim the next batch in the same call.
--- KEYS: the queue's worker keys (10). ARGV: completed history size, claim count, lease ms,
--- then the lease members. A member no longer in the lease index was completed
+-- KEYS: the queue's worker keys (10; a rated queue's rate key 11th). ARGV: completed history
+-- size, claim count, lease ms, (rated: the rate's GCRA interval and tolerance ms,) then the
+-- lease members. A member no longer in the lease index was completed
 -- before (a retried call: found in the history) or lost to recovery or another worker.
 -- Returns {{indexes of lost members}, claim reply or {}}; nothing is claimed when any
 -- lease was lost.
@@ -14,9 +15,10 @@ local function remember(...)
   redis.call("ZREMRANGEBYRANK", K_DONE, "0", -keep - 1)
 end
 
+local first = KEYS[11] and 6 or 4 -- the first member's index (a rated queue sends 11 keys)
 local lost
-if #ARGV == 4 then -- one member (the unbatched path): ZREM tells whether it was held; no tables
-  local member = ARGV[4]
+if #ARGV == first then -- one member (the unbatched path): ZREM tells whether it was held; no tables
+  local member = ARGV[first]
   if redis.call("ZREM", K_ACTIVE, member) == 1 then
     local token, unique, id = string.match(member, LEASE)
     redis.call("HDEL", K_DATA, id)
@@ -35,7 +37,7 @@ if #ARGV == 4 then -- one member (the unbatched path): ZREM tells whether it was
 else
   -- (included here, so only a batch creates its closures)
   -- #include "shared/_queue_leases.lua"
-  local members = {unpack(ARGV, 4)}
+  local members = {unpack(ARGV, first)}
   local held, missing = partition(K_ACTIVE, members)
   if #held > 0 then
     local done = #missing == 0 and members or pick(members, held)
@@ -64,5 +66,9 @@ else
 end
 if #lost > 0 or ARGV[2] == "0" then
   return {lost, {}}
+end
+if first == 6 then
+  -- #include "shared/_queue_rate.lua"
+  return {lost, rated_claim(ARGV[2], ARGV[3], ARGV[4], ARGV[5])}
 end
 return {lost, claim(ARGV[2], ARGV[3])}

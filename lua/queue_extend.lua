@@ -1,7 +1,7 @@
 -- Renew leases: each member still in the lease index gets the deadline now + ARGV[1] ms
 -- (a lease past its deadline that nobody recovered yet is renewed too).
--- KEYS: the queue's keys. ARGV: lease ms, then lease members.
--- Returns {now, indexes of lost members...}.
+-- KEYS: the queue's keys, then the cancelled set. ARGV: lease ms, then lease members.
+-- Returns {now, indexes of lost members...}, the index negated for a job in the cancelled set.
 -- #include "shared/_queue_leases.lua"
 local now = now_ms()
 local members = {}
@@ -17,5 +17,17 @@ if #held > 0 then
     leases[2 * j] = members[i]
   end
   redis.call("ZADD", K_ACTIVE, "XX", unpack(leases))
+end
+if #lost > 0 then -- which were cancelled (queue_cancel.lua): only when some lease is gone
+  local ids = {}
+  for j, i in ipairs(lost) do
+    ids[j] = string.match(members[i], "^%d+|%d+|[^|]*|[^|]*|(.*)$") or ""
+  end
+  local cancelled = redis.call("ZMSCORE", KEYS[13], unpack(ids))
+  for j, i in ipairs(lost) do
+    if cancelled[j] then
+      lost[j] = -i
+    end
+  end
 end
 return {now, unpack(lost)}

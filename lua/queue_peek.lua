@@ -18,10 +18,13 @@ local function add_range(key, start, stop, scored)
 end
 
 if state == "ready" then
-  local plain = redis.call("LLEN", K_READY)
+  local plain, skip = redis.call("LLEN", K_READY), 0
+  if plain > 0 and redis.call("LINDEX", K_READY, -1) == PAUSED then -- not a job
+    plain, skip = plain - 1, 1
+  end
   total = plain + redis.call("ZCARD", K_PRIO)
   if offset < plain then -- the plain lane is claimed from its tail
-    local found = redis.call("LRANGE", K_READY, -(offset + count), -(offset + 1))
+    local found = redis.call("LRANGE", K_READY, -(offset + skip + count), -(offset + skip + 1))
     for i = #found, 1, -1 do
       rows[#rows + 1] = {found[i], ""}
     end

@@ -24,6 +24,10 @@ for i = #members, 1, -1 do
   end
 end
 if #plain > 0 then
+  local paused = redis.call("LINDEX", K_READY, -1) == PAUSED
+  if paused then -- under the pause marker, which stays at the tail
+    plain[#plain + 1] = redis.call("RPOP", K_READY)
+  end
   redis.call("RPUSH", K_READY, unpack(plain))
 end
 push_ready(prio, false)

@@ -32,8 +32,9 @@ LONG_MODULES: dict[str, str] = {
 
 NEVER_LOADED = (
     *("fastlock.tools", "fastlock.testing", "fastlock.interop", "fastlock.contrib", "fastlock.aio"),
-    "fastlock.cluster",
+    *("fastlock.cluster", "fastlock.web", "starlette", "uvicorn"),
     *("asyncio", "redis", "valkey", "rq", "celery", "kombu"),
+    *("prometheus_client", "opentelemetry", "fastlock.metrics.prometheus", "fastlock.metrics.otel"),
 )
 _PROGRAM = """
 import sys
@@ -264,8 +265,10 @@ FORBIDDEN: dict[str, set[str]] = {
     "scripts": TRANSPORTS,
     "locks": TRANSPORTS,
     "queues": TRANSPORTS,
+    "limits": TRANSPORTS,
     "params": {"operations", "scripts", "locks", "queues", *TRANSPORTS},
     "_coreparts": {"operations", "scripts", "locks", "queues", "interop", "testing", "tools", *TRANSPORTS},
+    "metrics": {"interop", "testing", "tools", *TRANSPORTS},
     "sync": TRANSPORTS - {"sync"},
     "aio": TRANSPORTS - {"aio"},
 }
@@ -291,6 +294,7 @@ the cores' RESP and domain parts."""
 IO_MODULES = {"socket", "ssl", "select", "selectors", "threading", "time", "asyncio", "subprocess", "posix"}
 TOOLING = {"tools", "testing"}
 INTEGRATIONS = "contrib"  # fastlock.contrib: the job-framework integrations, on top of everything
+DASHBOARD = "web"  # fastlock.web: the dashboard, on top of the transports; the CLI serves it
 SHIM = "fastlock.__main__"  # ``python -m fastlock``: three lines handing over to tools.cli
 
 
@@ -306,6 +310,8 @@ def _layering_violations() -> list[str]:
             bad.append(f"{i}: only tools and testing import {target}")
         elif target == INTEGRATIONS and source not in TOOLING:
             bad.append(f"{i}: only contrib, tools and testing import contrib")
+        elif target == DASHBOARD and source not in TOOLING:
+            bad.append(f"{i}: only web, tools and testing import web")
         elif target == "interop" and not i.lazy:
             bad.append(f"{i}: interop is imported only inside functions")
     return bad
@@ -328,6 +334,25 @@ def test_each_integration_alone_imports_its_framework() -> None:
         and i.source != f"fastlock.contrib.{frameworks[framework]}"
     ]
     assert bad == [], "\n".join(bad)
+
+
+def test_each_exporter_alone_imports_its_library() -> None:
+    """prometheus_client is imported by ``fastlock.metrics.prometheus`` (and the standalone
+    exporter, in a function), opentelemetry by ``fastlock.metrics.otel`` only: the runtime
+    needs neither extra; the hook surface ``fastlock.metrics`` imports nothing but fastlock."""
+    owners = {
+        "prometheus_client": {"fastlock.metrics.prometheus", "fastlock.tools.exporter"},
+        "opentelemetry": {"fastlock.metrics.otel"},
+    }
+    bad = [
+        f"{i}: only {', '.join(sorted(owners[library]))} import {library}"
+        for path in sorted(SRC.rglob("*.py"))
+        for i in _python_imports(path)
+        if (library := i.target.split(".")[0]) in owners and i.source not in owners[library]
+    ]
+    assert bad == [], "\n".join(bad)
+    hooks = [i for i in imports() if i.source == "fastlock.metrics"]
+    assert {i.target for i in hooks} <= {"fastlock.exceptions"}, hooks
 
 
 def test_sans_io_rooms_import_no_io() -> None:

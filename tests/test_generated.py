@@ -1,4 +1,5 @@
-"""The sync shells written by ``tools/async_to_sync.py`` from their asyncio sources: each one
+"""The files written by ``tools/async_to_sync.py`` (the sync shells from their asyncio sources,
+the cores' Protocols from ``_core.pyi``): each one
 regenerated in memory must be the file checked in (edit the async source, run the tool)."""
 
 from __future__ import annotations
@@ -115,3 +116,56 @@ class ClusterClient:
 def test_what_the_rewrite_refuses(source: str) -> None:
     with pytest.raises((TOOL.GenerateError, SyntaxError)):
         TOOL.generate("src/fastlock/x_aio.py", "src/fastlock/x.py", source)
+
+
+def test_the_protocols_of_a_stub() -> None:
+    """The core's stub -> its Protocols: module variables as properties, module functions with
+    ``self``, each class as ``Core<Name>`` (``@final`` dropped); a stub class named in a
+    parameter is ``Any`` (a core takes its own objects), elsewhere its Protocol."""
+    stub = """import socket
+from typing import Any, final
+
+__all__ = ["Box", "make"]
+
+DEBUG: bool
+
+def make(sock: socket.socket, n: int = 1) -> Box: ...
+
+@final
+class Box:
+    size: int
+    def __init__(self, other: Box) -> None: ...
+    @property
+    def twin(self) -> Box: ...
+"""
+    written = TOOL.generate("src/fastlock/x.pyi", "src/fastlock/x_api.py", stub)
+    assert written.startswith("# generated from src/fastlock/x.pyi by tools/async_to_sync.py, do not edit\n")
+    assert written.partition('."""\n\n')[2] == (
+        '''from __future__ import annotations
+
+import socket
+from typing import Any, Protocol
+
+__all__ = ["Core", "CoreBox"]
+
+
+class CoreBox(Protocol):
+    """``Box``."""
+
+    size: int
+
+    def __init__(self, other: Any) -> None: ...
+    @property
+    def twin(self) -> CoreBox: ...
+
+
+class Core(Protocol):
+    """A core module."""
+
+    @property
+    def DEBUG(self) -> bool: ...
+    def make(self, sock: socket.socket, n: int = 1) -> CoreBox: ...
+    @property
+    def Box(self) -> type[CoreBox]: ...
+'''
+    )

@@ -14,7 +14,8 @@ from typing import Any, NoReturn
 
 import pytest
 
-pytestmark = pytest.mark.slow  # slow tier: valgrind
+# slow tier: valgrind; one xdist worker measures every path once (pyproject: --dist loadgroup)
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("instruction-gate")]
 
 _SOURCE = Path(__file__).resolve().parent.parent / "bench" / "instructions.py"
 _spec = importlib.util.spec_from_file_location("fastlock_bench_instructions", _SOURCE)
@@ -85,7 +86,9 @@ def run(request: pytest.FixtureRequest) -> Run:
     return Run(measurement, key, budgets)
 
 
-@pytest.mark.parametrize("name", [path.name for path in (*gate.PATHS, *gate.CLUSTER_PATHS)])
+@pytest.mark.parametrize(
+    "name", [path.name for path in (*gate.PATHS, *gate.AIO_PATHS, *gate.CLUSTER_PATHS, *gate.OBSERVED_PATHS)]
+)
 def test_instruction_budget(run: Run, name: str) -> None:
     """The path's instructions per op are within its budget's tolerance, and not far below it
     (the cluster paths: where this toolchain's table has their budgets)."""

@@ -1,6 +1,7 @@
-"""Lock and queue options are typed and checked: ``mypy --strict`` flags a misspelt or
-mistyped option at ``client.lock(...)`` / ``client.queue(...)``, and at run time every
-option is checked before use, the error naming it (no raw ``TypeError`` from a comparison)."""
+"""Lock, read-write lock and queue options are typed and checked: ``mypy --strict`` flags a
+misspelt or mistyped option at ``client.lock(...)`` / ``client.rwlock(...)`` /
+``client.queue(...)``, and at run time every option is checked before use, the error naming it
+(no raw ``TypeError`` from a comparison)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import pytest
 import fastlock
 from fastlock.locks.lock import Lock
 from fastlock.locks.options import LockOptions
+from fastlock.locks.readwrite import RWLockBase, RWLockOptions
 from fastlock.locks.types import TTL_REQUIRED
 from fastlock.queues.base import QueueBase, QueueOptions
 
@@ -99,8 +101,10 @@ def _keyword_options(function: Any, skip: set[str]) -> dict[str, Any]:
 
 
 def test_the_typed_dicts_match_the_constructors() -> None:
-    """LockOptions and QueueOptions spell the constructors' keywords, with the same types."""
+    """LockOptions, RWLockOptions and QueueOptions spell the constructors' keywords, with the
+    same types."""
     assert get_type_hints(LockOptions) == _keyword_options(Lock.__init__, {"name"})
+    assert get_type_hints(RWLockOptions) == _keyword_options(RWLockBase.__init__, set())
     assert get_type_hints(QueueOptions) == _keyword_options(QueueBase.__init__, set())
 
 
@@ -118,6 +122,10 @@ client.lock("report", timeout=10)  # MISTAKE
 client.queue("jobs", max_attempts="3")  # MISTAKE
 client.queue("jobs", leese=10)  # MISTAKE
 client.locks.lock("report", ttl=30, job_id=7)  # MISTAKE
+client.rwlock("doc", ttl=30, timeout=1.5, prefix="app")
+client.rwlock("doc", ttl=None)
+client.rwlock("doc")  # MISTAKE
+client.rwlock("doc", ttl=30, tiemout=1)  # MISTAKE
 """
 
 
@@ -156,7 +164,7 @@ def _mypy_errors(tmp_path: Path, snippet: str) -> tuple[set[int], set[int], str]
 def test_mypy_strict_flags_each_option_mistake(tmp_path: Path) -> None:
     """``mypy --strict`` on a snippet: the good calls pass, each line marked MISTAKE is an error."""
     expected, flagged, output = _mypy_errors(tmp_path, SNIPPET)
-    assert len(expected) == 7
+    assert len(expected) == 9
     assert flagged == expected, output
 
 
@@ -166,3 +174,15 @@ def test_mypy_strict_checks_the_rq_decorator(tmp_path: Path) -> None:
     expected, flagged, output = _mypy_errors(tmp_path, RQ_SNIPPET)
     assert len(expected) == 3
     assert flagged == expected, output
+
+
+def test_an_unknown_client_option_is_refused_naming_the_valid_ones() -> None:
+    """Each transport takes the shared options and its own pool's, nothing else."""
+    from fastlock.aio import Client as AsyncClient
+
+    with pytest.raises(fastlock.UnknownOptionError, match=r"'max_in_flight'; the client options are busy"):
+        fastlock.Client("redis://127.0.0.1:1", max_in_flight=3)
+    with pytest.raises(fastlock.UnknownOptionError, match=r"'warmup' \(did you mean 'warm_up'\?\)"):
+        AsyncClient("redis://127.0.0.1:1", warmup=True)
+    with pytest.raises(TypeError, match="health_check_interval"):  # a TypeError, as before
+        AsyncClient("redis://127.0.0.1:1", health_check_interval=1.0)

@@ -16,7 +16,12 @@ tokens (comments and layout kept), in this order:
 3. The header; unused imports dropped and imports sorted (``ruff check --fix --select
    F401,I``), then ``ruff format`` (the repo's settings).
 
-``python tools/async_to_sync.py`` rewrites every sync file, ``--check`` only says which differ
+The same tool writes ``_core_api.py`` from the Cython core's stub ``_core.pyi``, the one hand-kept
+declaration of the cores' interface: :func:`protocols` turns the stub module into a ``Core``
+Protocol and each of its classes into a ``Core<Name>`` Protocol (``_impl`` re-exports them, and
+mypy checks callers and both cores against them).
+
+``python tools/async_to_sync.py`` rewrites every generated file, ``--check`` only says which differ
 (exit 1); ``tests/test_generated.py`` runs the check in the suite.
 """
 
@@ -39,27 +44,39 @@ PAIRS: dict[str, str] = {
     "src/fastlock/cluster/aio.py": "src/fastlock/cluster/client.py",
     "src/fastlock/cluster/nodes_aio.py": "src/fastlock/cluster/nodes.py",
     "src/fastlock/cluster/sentinel_aio.py": "src/fastlock/cluster/sentinel.py",
+    "src/fastlock/cluster/listeners_aio.py": "src/fastlock/cluster/listeners.py",
     "src/fastlock/aio/queue.py": "src/fastlock/queues/queue.py",
     "src/fastlock/aio/access.py": "src/fastlock/sync/access.py",
     "src/fastlock/aio/lock.py": "src/fastlock/locks/lock.py",
+    "src/fastlock/aio/renewing.py": "src/fastlock/locks/renewing.py",
     "src/fastlock/aio/manager.py": "src/fastlock/locks/manager.py",
     "src/fastlock/aio/reaper.py": "src/fastlock/locks/reaper.py",
     "src/fastlock/aio/script_calls.py": "src/fastlock/sync/script_calls.py",
     "src/fastlock/aio/drive.py": "src/fastlock/sync/drive.py",
+    "src/fastlock/aio/limiter.py": "src/fastlock/limits/limiter.py",
+    "src/fastlock/aio/rwlock.py": "src/fastlock/locks/rwlock.py",
     "src/fastlock/compat/redis_py_aio.py": "src/fastlock/compat/redis_py_sync.py",
+    "src/fastlock/_core.pyi": "src/fastlock/_core_api.py",
 }
-"""The async source -> the sync module written from it (paths from the repo root)."""
+"""The source -> the module written from it (paths from the repo root): an async source's sync
+shell, and the core's stub's Protocols (:func:`protocols`)."""
 
 NAMES: dict[str, str] = {
     # classes and functions with an async name
     "AsyncClusterClient": "ClusterClient",
     "AsyncClusterNodes": "ClusterNodes",
+    "AsyncLimiter": "Limiter",
     "AsyncLock": "Lock",
     "AsyncLockManager": "LockManager",
     "AsyncLockQueueAccess": "LockQueueAccess",
     "AsyncQueue": "Queue",
+    "AsyncRenewingLock": "RenewingLock",
+    "AsyncRWLock": "RWLock",
+    "AsyncRWSide": "RWSide",
     "AsyncReaper": "Reaper",
+    "AsyncRoutedListener": "RoutedListener",
     "AsyncRunner": "Runner",
+    "AsyncSignal": "ThreadSignal",
     "AsyncScriptCalls": "ScriptCalls",
     "AsyncSentinelClient": "SentinelClient",
     "durable_call_async": "durable_call",
@@ -80,10 +97,12 @@ NAMES: dict[str, str] = {
     # the transport modules
     "aio.client": "sync.client",
     "aio.drive": "sync.drive",
+    "aio.notify": "sync.notify",
     "aio.pipeline": "sync.pipeline",
     "aio.script_calls": "sync.script_calls",
     "nodes_aio": "nodes",
     "sentinel_aio": "sentinel",
+    "listeners_aio": "listeners",
 }
 """Names of the async side -> the sync side's (a dotted key matches dotted names only)."""
 
@@ -94,6 +113,8 @@ PHRASES: list[tuple[str, str]] = [
     ("Build it with ``await AsyncSentinelClient.connect(...)``.", "Built connected, its watcher started."),
     (":class:`fastlock.aio.Client`", ":class:`fastlock.Client`"),
     (":class:`~fastlock.aio.AsyncQueue`", ":class:`~fastlock.queues.queue.Queue`"),
+    (":class:`~fastlock.aio.AsyncLimiter`", ":class:`~fastlock.limits.limiter.Limiter`"),
+    (":class:`~fastlock.aio.AsyncRWLock`", ":class:`~fastlock.RWLock`"),
     (":class:`~fastlock.aio.AsyncLockManager`", ":class:`~fastlock.LockManager`"),
     (":meth:`fastlock.aio.Client.", ":meth:`fastlock.Client."),
     (":func:`~fastlock.operations.run_plan_async`", ":func:`~fastlock.operations.run_plan`"),
@@ -273,11 +294,85 @@ def _ruff(args: list[str], source: str, target: str) -> str:
     return run.stdout
 
 
+PROTOCOLS_DOC = '''"""The cores' interface as Protocols, written from the Cython core's stub ``_core.pyi``
+(the one hand-kept declaration): :class:`Core` is a core module (``fastlock._core`` or its
+twin ``fastlock._core_py``), ``Core<Name>`` its class ``<Name>``. ``fastlock._impl``
+re-exports them and has mypy check both cores against them."""'''
+
+
+def _member(node: ast.stmt, method: bool = False) -> list[str]:
+    """A stub statement as a member of a Protocol (``method``: a module function, which gets
+    ``self``); ``@final`` dropped. One line each: ``ruff format`` wraps them."""
+    if isinstance(node, ast.FunctionDef):
+        if method:
+            node.args.args.insert(0, ast.arg("self"))
+        node.decorator_list = [d for d in node.decorator_list if ast.unparse(d) != "final"]
+        node.body = [ast.Expr(ast.Constant(...))]
+    return ast.unparse(node).replace(":\n    ...", ": ...").splitlines()
+
+
+def protocols(stub: str) -> str:
+    """The Protocols of the stub ``stub``: ``Core`` (the module: its variables as read-only
+    properties, its functions as methods, its classes as properties typed ``type[Core<Name>]``)
+    and ``Core<Name>`` for each class (its members, names of the stub's classes renamed)."""
+    tree = ast.parse(stub)
+    classes = [node.name for node in tree.body if isinstance(node, ast.ClassDef)]
+
+    class Rename(ast.NodeTransformer):
+        """A stub class named in a parameter becomes ``Any`` (a core takes its own objects: a
+        Protocol cannot say "the same core's"), elsewhere its Protocol ``Core<Name>``."""
+
+        def visit_arg(self, node: ast.arg) -> ast.arg:
+            if node.annotation is not None:
+                node.annotation = ParameterRename().visit(node.annotation)
+            return node
+
+        def visit_Name(self, node: ast.Name) -> ast.Name:
+            return ast.Name(f"Core{node.id}", node.ctx) if node.id in classes else node
+
+    class ParameterRename(ast.NodeTransformer):
+        def visit_Name(self, node: ast.Name) -> ast.Name:
+            return ast.Name("Any", node.ctx) if node.id in classes else node
+
+    tree = ast.fix_missing_locations(Rename().visit(tree))
+    head, core, bodies = ["from __future__ import annotations", ""], [], []
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            head.append(ast.unparse(node))
+        elif isinstance(node, ast.ImportFrom) and node.module == "typing":
+            names = sorted({alias.name for alias in node.names} - {"final"} | {"Protocol"})
+            head.append(f"from typing import {', '.join(names)}")
+        elif isinstance(node, ast.ImportFrom):
+            head.append(ast.unparse(node))
+        elif isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "__all__":
+            continue
+        elif isinstance(node, ast.Assign):  # a TypeVar
+            bodies.append(["", ast.unparse(node)])
+        elif isinstance(node, ast.AnnAssign):
+            name, annotation = ast.unparse(node.target), ast.unparse(node.annotation)
+            core += ["@property", f"def {name}(self) -> {annotation}: ..."]
+        elif isinstance(node, ast.FunctionDef):
+            core += _member(node, method=True)
+        elif isinstance(node, ast.ClassDef):
+            core += ["@property", f"def {node.name}(self) -> type[Core{node.name}]: ..."]
+            members = [f'    """``{node.name}``."""', ""]
+            members += [f"    {line}" for member in node.body for line in _member(member)]
+            bodies.append(["", "", f"class Core{node.name}(Protocol):", *members])
+    names = ["Core", *(f"Core{name}" for name in sorted(classes))]
+    text = [PROTOCOLS_DOC, "", *head, "", f"__all__ = {names!r}".replace("'", '"'), ""]
+    for body in bodies:
+        text += body
+    text += ["", "", "class Core(Protocol):", '    """A core module."""', ""]
+    text += [f"    {line}" for line in core]
+    return "\n".join(text) + "\n"
+
+
 def generate(origin: str, target: str, source: str | None = None) -> str:
     """The text of ``target`` written from ``origin`` (paths from the repo root)."""
     if source is None:
         source = (ROOT / origin).read_text()
-    text = _rewrite_tokens(_drop_async_blocks(source, origin))
+    stub = origin.endswith(".pyi")
+    text = protocols(source) if stub else _rewrite_tokens(_drop_async_blocks(source, origin))
     text = f"# generated from {origin} by {TOOL}, do not edit\n" + text
     text = _ruff(["check", "--fix", "--quiet", "--select", "F401,I", "--exit-zero"], text, target)
     return _ruff(["format", "--quiet"], text, target)

@@ -1,5 +1,6 @@
 -- #include "shared/_lock_slots.lua"
 -- #include "shared/_lock_flags.lua"
+-- #include "shared/_lock_wake.lua"
 
 -- Mint a fencing token (1 when fencing is off) and write `job`'s value into slot `key`, with
 -- SET's extra argument `...` ("NX" for a slot that may be held). Returns false and the
@@ -31,13 +32,20 @@ end
 -- Idempotent: a job that already holds a slot gets its token back.
 -- Returns the fencing token (1 when fencing is off), or on conflict
 -- {ms until the first holder's slot expires (-1: none expires), holder job ids...}.
--- With WAITING the holders' slots are flagged so that their release wakes a waiter.
-local function acquire(at, limit, scope, job, ttl, flags, max_history)
+-- With WAITING the holders' slots are flagged so that their release wakes a waiter; on
+-- conflict `member` (a listening waiter's) is entered in the scope's queue with QUEUED,
+-- removed with DEQUEUED; taking a slot always removes it.
+local function acquire(at, limit, scope, job, ttl, flags, max_history, member)
   local first = at + 1
   local values
-  if limit == 1 then
+  -- FAIR: a live queued waiter ahead of `job` gets a free slot first (by its own next attempt)
+  local behind = flags % (2 * FAIR) >= FAIR and queued_ahead(at, job)
+  if limit == 1 and not behind then
     local token, old = claim(KEYS[first], true, scope, limit, job, ttl, flags, max_history, "NX")
     if token then
+      if member then
+        dequeue(at, member)
+      end
       return token
     end
     values = { old }
@@ -55,27 +63,39 @@ local function acquire(at, limit, scope, job, ttl, flags, max_history)
         free = i
       end
     end
-    if free then
-      return claim(KEYS[at + free], held == 0, scope, limit, job, ttl, flags, max_history)
+    if free and not behind then
+      local token = claim(KEYS[at + free], held == 0, scope, limit, job, ttl, flags, max_history)
+      if member then
+        dequeue(at, member)
+      end
+      return token
     end
   end
-  local conflict = { -1 }
+  local conflict, n = { -1 }, 1
   for i = 1, limit do
-    local token, flag, holder = parse_slot(values[i])
-    if holder == job then
-      return token + 0
-    end
-    conflict[i + 1] = holder
-    if flags % (2 * WAITING) >= WAITING then
-      local key = KEYS[at + i]
-      local ms = redis.call("PTTL", key)
-      if ms >= 0 and (conflict[1] < 0 or ms < conflict[1]) then
-        conflict[1] = ms
+    if values[i] then
+      local token, flag, holder = parse_slot(values[i])
+      if holder == job then
+        return token + 0
       end
-      if flag == "0" then
-        redis.call("SET", key, token .. ":1:" .. holder, "KEEPTTL", "XX")
+      n = n + 1
+      conflict[n] = holder
+      if flags % (2 * WAITING) >= WAITING then
+        local key = KEYS[at + i]
+        local ms = redis.call("PTTL", key)
+        if ms >= 0 and (conflict[1] < 0 or ms < conflict[1]) then
+          conflict[1] = ms
+        end
+        if flag == "0" then
+          redis.call("SET", key, token .. ":1:" .. holder, "KEEPTTL", "XX")
+        end
       end
     end
+  end
+  if flags % (2 * QUEUED) >= QUEUED then
+    enqueue(at, member)
+  elseif flags % (2 * DEQUEUED) >= DEQUEUED then
+    dequeue(at, member)
   end
   changelog(max_history, "conflict", scope, job, 0)
   return conflict

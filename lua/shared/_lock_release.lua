@@ -1,7 +1,8 @@
 -- #include "shared/_lock_wake.lua"
 -- Free the slot `job` holds in the scope at KEYS[at]; with a non-empty `expect` only if its
--- token is that one (the reaper frees exactly what it judged). Wakes one waiter if the slot
--- was flagged; drops the scope from the bucket index (`track`) when no slot is left.
+-- token is that one (the reaper frees exactly what it judged). If the slot was flagged, hands
+-- it to a queued listening waiter (shared/_lock_wake.lua), else wakes one on the list; drops
+-- the scope from the bucket index (`track`) when no slot is left.
 -- Returns the freed token, or 0 when the job held no slot.
 local function release(at, limit, scope, job, expect, track, max_history)
   local values = read_slots(at + 1, limit)
@@ -19,15 +20,19 @@ local function release(at, limit, scope, job, expect, track, max_history)
   if not freed then
     return 0
   end
-  redis.call("DEL", KEYS[at + freed])
-  if waited == "1" then
-    wake_waiters(at, 1, limit)
+  if max_history > 0 then -- before a hand-over's "locked": the log never shows two holders
+    changelog(max_history, "unlocked", scope, job, token)
+  end
+  if waited == "1" and hand_over(at, KEYS[at + freed], values, limit, scope, max_history) then
+    held = held + 1
+  else
+    redis.call("DEL", KEYS[at + freed])
+    if waited == "1" then
+      wake_waiters(at, 1, limit)
+    end
   end
   if track and held == 0 then
     redis.call("ZREM", K_INDEX, index_member(scope, limit))
-  end
-  if max_history > 0 then
-    changelog(max_history, "unlocked", scope, job, token)
   end
   return token + 0
 end

@@ -15,5 +15,118 @@ local function wake_waiters(at, n, limit)
   redis.call("LPUSH", wake, unpack(tokens))
   redis.call("LTRIM", wake, 0, limit)
   redis.call("PEXPIRE", wake, WAKE_TTL_MS)
-  redis.call("PUBLISH", wake, "1") -- the clients' listeners (fastlock.locks.notify)
+end
+
+-- The queue of listening waiters of the scope at KEYS[at] (fastlock.locks.notify): zset
+-- `<wake>q` (score: the server's µs at entry, FIFO) and zset `<wake>a` (score: ms until which
+-- the waiter is alive; each attempt renews it). Members
+-- "<db>:<ttl_ms>:<fencing 0/1>:<patience ms>:<wait>:<job>", made by the client (<wait>: an id
+-- of that wait, no ':', starting with "s" when the waiter listens on a cluster's sharded
+-- channel; patience: see hand_over). Both keys derive from the wake list's name: the
+-- same cluster slot, which the channel "<wake>@<db>" shares (its hash tag).
+local QUEUE_ALIVE_MS = 3000 -- a waiter that stops attempting is skipped after this
+local QUEUE_MAX = 10000     -- waiters past this many wait on their re-checks only
+local HAND_TRIES = 8        -- dead queue heads skipped per release, at most
+
+local function now_ms()
+  local t = redis.call("TIME")
+  return t[1] * 1000 + math.floor(t[2] / 1000), t
+end
+
+-- Enter (or keep) `member` in the queue and renew its life.
+local function enqueue(at, member)
+  local wake = KEYS[at]
+  local queue, alive = wake .. "q", wake .. "a"
+  local ms, t = now_ms()
+  if redis.call("ZCARD", queue) >= QUEUE_MAX and not redis.call("ZSCORE", queue, member) then
+    return
+  end
+  redis.call("ZADD", queue, "NX", t[1] * 1000000 + t[2], member)
+  redis.call("ZADD", alive, ms + QUEUE_ALIVE_MS, member)
+  redis.call("PEXPIRE", queue, QUEUE_ALIVE_MS)
+  redis.call("PEXPIRE", alive, QUEUE_ALIVE_MS)
+end
+
+local function dequeue(at, member)
+  local wake = KEYS[at]
+  redis.call("ZREM", wake .. "q", member)
+  redis.call("ZREM", wake .. "a", member)
+end
+
+-- Whether a live queued waiter other than `job` heads the queue (dead heads are dropped).
+local function queued_ahead(at, job)
+  local wake = KEYS[at]
+  local queue, alive = wake .. "q", wake .. "a"
+  local ms = nil
+  for _ = 1, HAND_TRIES do
+    local head = redis.call("ZRANGE", queue, 0, 0)[1]
+    if not head or string.match(head, "^%d+:%d+:%d:%d+:[^:]*:(.*)$") == job then
+      return false
+    end
+    ms = ms or now_ms()
+    local life = redis.call("ZSCORE", alive, head)
+    if life and life + 0 >= ms then
+      return true
+    end
+    redis.call("ZREM", queue, head)
+    redis.call("ZREM", alive, head)
+  end
+  return false
+end
+
+-- Give slot `key` of the scope at KEYS[at] to the longest-waiting live queued waiter (none of
+-- `values`, the slots' values, held by it) once it has waited its patience: its token is set
+-- as holder and it is told on its db's channel "<wake>@<db>" ("<token>:<wait>:<job>": that wait
+-- alone takes it; SPUBLISH for a wait id starting with "s", so the message stays on the
+-- shard). A head younger than its patience is left queued and the slot to be freed (a running
+-- caller may take it first): the head is told to try again ("0:<wait>:<job>"), at most once
+-- per patience (the marker "<wake>n"). Returns the waiter's job, or nil.
+local function hand_over(at, key, values, limit, scope, max_history)
+  local wake = KEYS[at]
+  local queue, alive = wake .. "q", wake .. "a"
+  local ms, us = nil, nil
+  for _ = 1, HAND_TRIES do
+    local found = redis.call("ZRANGE", queue, 0, 0, "WITHSCORES")
+    local head = found[1]
+    if not head then
+      return nil
+    end
+    if not ms then
+      local t
+      ms, t = now_ms()
+      us = t[1] * 1000000 + t[2]
+    end
+    local life = redis.call("ZSCORE", alive, head)
+    local db, ttl, fenced, patience, wait, job = string.match(head, "^(%d+):(%d+):(%d):(%d+):([^:]*):(.*)$")
+    local holding = false
+    for i = 1, limit do
+      if values[i] and select(3, parse_slot(values[i])) == job then
+        holding = true
+      end
+    end
+    local publish = job and string.byte(wait) == 115 and "SPUBLISH" or "PUBLISH" -- 115: "s"
+    if job and life and life + 0 >= ms and not holding then
+      if us - found[2] < patience * 1000 then
+        if redis.call("SET", wake .. "n", "1", "NX", "PX", patience) then
+          redis.call(publish, wake .. "@" .. db, "0:" .. wait .. ":" .. job)
+        end
+        return nil
+      end
+      redis.call("ZREM", queue, head)
+      redis.call("ZREM", alive, head)
+      local token = fenced == "1" and redis.call("INCR", K_SEQ) or 1
+      local value = string.format("%d:1:", token) .. job
+      if ttl ~= "0" then
+        redis.call("SET", key, value, "PX", ttl)
+      else
+        redis.call("SET", key, value)
+      end
+      changelog(max_history, "locked", scope, job, token)
+      redis.call(publish, wake .. "@" .. db, string.format("%d:", token) .. wait .. ":" .. job)
+      return job
+    end
+    redis.call("ZREM", queue, head)
+    redis.call("ZREM", alive, head)
+  end
+  return nil
 end

@@ -2,8 +2,8 @@
 -- #include "shared/_queue_unique.lua"
 -- Claim up to `count` jobs (the caller's ARGV string) under a lease of `lease_ms`; a full
 -- batch re-arms the wake marker. Returns {now, next_due, member, payload, ...}: next_due is
--- the earliest delayed due time when nothing was ready (-1 when none), members carry
--- fencing token and attempt.
+-- the earliest delayed due time when nothing was ready (-1 when none, -2 when the queue is
+-- paused), members carry fencing token and attempt.
 -- Due delayed jobs are promoted to ready (at most PROMOTE per call) when ready runs short
 -- of `count`, before the prioritised lane is read, and otherwise by each claim that mints a
 -- multiple of PROMOTE_EVERY as a token: a due job is promoted by the first claim that finds
@@ -34,8 +34,9 @@ local function lease_parts(word)
   return attempts, string.match(tail, "^|[^|]*|") .. "|" .. id, id, {string.sub(unique, 2), id}
 end
 
-local function claim(count_arg, lease_ms)
-  local now, count = now_ms(), count_arg + 0
+local function claim(count_arg, lease_ms, now)
+  local count = count_arg + 0
+  now = now or now_ms()
   -- Up to `count` words from ready's tail; when that runs short, due delayed jobs promoted,
   -- ready again, then the prioritised lane.
   local words, looked, next_due
@@ -43,6 +44,14 @@ local function claim(count_arg, lease_ms)
     words = {redis.call("RPOP", K_READY) or nil}
   else
     words = redis.call("RPOP", K_READY, count_arg) or {}
+  end
+  if words[1] == PAUSED then -- put back as they were (the marker last); next_due -2: paused
+    local back, n = {}, #words
+    for i = 1, n do
+      back[i] = words[n + 1 - i]
+    end
+    redis.call("RPUSH", K_READY, unpack(back))
+    return {now, -2}
   end
   if #words < count then
     local promoted

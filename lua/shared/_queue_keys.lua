@@ -11,6 +11,10 @@ local K_READY, K_DATA, K_WAKE = KEYS[1], KEYS[2], KEYS[3]
 local K_PRIO, K_SEQ, K_DELAYED, K_UNIQUE = KEYS[4], KEYS[5], KEYS[6], KEYS[7]
 local K_ACTIVE, K_FENCE, K_DONE = KEYS[8], KEYS[9], KEYS[10]
 local K_DEAD, K_ERR = KEYS[11], KEYS[12]
+-- A paused queue holds this word, which no job's word can be, at the tail of ready (where
+-- claims pop; producers push at the head, a release under it): a claim that pops it puts
+-- it back and claims nothing, so an unpaused claim reads no flag (lua/queue_pause.lua).
+local PAUSED = "paused"
 
 -- Integers go to Redis as strings made with %d (a Lua number given to redis.call is
 -- formatted with %.17g, exact for integers below 2^53 and as costly; concatenation and

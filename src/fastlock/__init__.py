@@ -22,6 +22,7 @@ from .exceptions import (
     DuplicateJob,
     ExecAbortError,
     FastlockError,
+    JobCancelled,
     LeaseLost,
     LoadingError,
     LockConflictError,
@@ -52,14 +53,18 @@ from .exceptions import (
     TimeoutError,
     TryAgainError,
     UnkillableError,
+    UnknownOptionError,
     UsageError,
     WrongTypeError,
 )
+from .limits.base import Decision
+from .limits.limiter import Limiter
 from .locks.conflict import Conflict
 from .locks.keys import LockEntry
 from .locks.lock import Lock
 from .locks.manager import LockManager
 from .locks.reaper import Reaper
+from .locks.rwlock import RWLock, RWSide
 from .locks.types import Holder, LockInfo, LockType
 from .params import ConnectionParams, parse_url
 from .queues.jobs import Batch, Job, Unique
@@ -92,13 +97,16 @@ __all__ = [
     "ConnectionParams",
     "ConnectionPool",
     "CrossSlotError",
+    "Decision",
     "Digester",
     "DuplicateJob",
     "ExecAbortError",
     "FastlockError",
     "Holder",
     "Job",
+    "JobCancelled",
     "LeaseLost",
+    "Limiter",
     "LoadingError",
     "Lock",
     "LockConflictError",
@@ -128,6 +136,8 @@ __all__ = [
     "ReadOnlyError",
     "Reaper",
     "ResponseError",
+    "RWLock",
+    "RWSide",
     "Script",
     "ScriptBusyError",
     "ScriptCounters",
@@ -140,6 +150,7 @@ __all__ = [
     "TryAgainError",
     "Unique",
     "UnkillableError",
+    "UnknownOptionError",
     "UsageError",
     "Worker",
     "WrongTypeError",

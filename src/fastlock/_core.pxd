@@ -124,6 +124,9 @@ cdef class ScriptCaller:  # call.pxi
     cdef object _record
     cdef Py_ssize_t _fold_at
     cdef _Scripts _scripts
+    cdef object _gate
+    cdef object _gate_key
+    cdef object _on_call
     cdef object _run(self, _Entry entry, keys, args, settings, busy_timeout)
 
 
@@ -151,3 +154,117 @@ cdef class CommandQueue:  # call_batch.pxi
     cdef bytes _head(self, _Entry entry)
     cdef int _queued(self, _Entry entry) except -1
     cdef int _push(self, script, keys, args) except -1
+
+
+cdef struct Waiter:  # aio_conn.pxi: one request awaiting its reply (or its ``count`` replies)
+    PyObject* future  # owned
+    PyObject* replies  # owned list (a request of several commands, some answered) or NULL
+    Py_ssize_t count  # 0: one command, one reply
+    Py_ssize_t end  # while pending: where its bytes end in the write buffer
+    double deadline  # on the core's monotonic clock; NaN: none
+    unsigned long long seq  # once written: its number in write order
+
+
+@cython.final
+cdef class Reply:  # aio_conn.pxi
+    cdef MuxConnection _conn
+    cdef int _state
+    cdef object _value  # the reply, the exception or the cancel message, once done
+    cdef object _callback  # the first done callback (a waiting task's wake-up) and its context
+    cdef object _context
+    cdef list _more  # further (callback, context) pairs
+    cdef public bint _asyncio_future_blocking
+    cdef bint _awaited
+    cdef int _raise(self) except -1
+    cdef int _settle(self, int state, value) except -1
+    cdef int _run_callbacks(self) except -1
+    cdef object _yielded(self)
+
+
+@cython.final
+cdef class MuxConnection:  # aio_conn.pxi
+    cdef readonly str address
+    cdef readonly Py_ssize_t load
+    cdef readonly unsigned long long writes
+    cdef readonly bint closed
+    cdef public object on_change
+    cdef public object room_waiters  # truthy: on_change after replies (the pool's waiters for room)
+    cdef object _loop
+    cdef object _transport
+    cdef object _write
+    cdef object _call_soon
+    cdef object _flush_cb
+    cdef object _wake_cb
+    cdef list _woken  # the done replies whose callbacks run in the next batch
+    cdef object _watch
+    cdef object _lost
+    cdef ReplyReader _reader
+    cdef double _watch_at
+    cdef double _stalled_after
+    cdef bint _flush_scheduled
+    cdef bint _paused
+    cdef Buf _out
+    cdef Waiter* _ring  # written requests from _head, then pending ones; _cap a power of 2
+    cdef Py_ssize_t _cap
+    cdef Py_ssize_t _head
+    cdef Py_ssize_t _written
+    cdef Py_ssize_t _pending
+    cdef unsigned long long _sent  # requests written so far (the next one's seq)
+    cdef unsigned long long _answered  # written requests answered (or dropped by a close) so far
+    cdef int _answer(self, Waiter* w, object reply) except -1
+    cdef Reply _send_evalsha(self, _Entry entry, keys, args, double deadline)
+    cdef Reply _send_command(self, tuple args, double deadline)
+    cdef Reply _new_future(self)
+    cdef int _wake_later(self, Reply reply) except -1
+    cdef int _queued(self, object future, Py_ssize_t count, double deadline) except -1
+    cdef int _grow(self) except -1
+    cdef int _arm(self, double deadline) except -1
+    cdef int _fail(self, written_error) except -1
+    cdef void _drop_all(self) noexcept
+    cdef object _closed_event(self)
+
+
+@cython.final
+cdef class MuxCaller:  # muxcall.pxi
+    cdef object _pool
+    cdef object _refuse
+    cdef object _again
+    cdef list _connections
+    cdef _Scripts _scripts
+    cdef object _slow
+    cdef object _failed
+    cdef object _record
+    cdef Py_ssize_t _fold_at
+    cdef object _timeout
+    cdef object _gate
+    cdef object _gate_key
+    cdef object _on_call
+    cdef MuxConnection _pick(self)
+
+
+@cython.final
+cdef class _MuxCall:  # muxcall.pxi
+    cdef MuxCaller _caller
+    cdef object _name
+    cdef object _keys
+    cdef object _args
+    cdef object _busy_timeout
+    cdef object _timeout
+    cdef _Entry _entry
+    cdef Reply _future
+    cdef object _inner  # the client's coroutine it handed over to
+    cdef double _start_time
+    cdef int _state
+    cdef bint _command  # a command (execute), not a script call
+    cdef object _result  # the reply, from its arrival to the end of the call
+    cdef object _finished(self)
+    cdef object _resume(self)
+    cdef object _begin(self)
+    cdef object _begin_command(self)
+    cdef object _command_done(self, reply)
+    cdef object _command_failed(self, exc)
+    cdef object _done(self, reply)
+    cdef object _slow(self)
+    cdef object _hand_over(self, failure)
+    cdef object _start(self, inner)
+    cdef object _forward(self, value, typ, rest, int arity)

@@ -22,15 +22,16 @@ from cpython.exc cimport PyErr_CheckSignals
 from cpython.list cimport PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from cpython.object cimport PyObject, PyObject_TypeCheck, PyTypeObject
-from cpython.ref cimport Py_INCREF, Py_XDECREF
+from cpython.ref cimport Py_DECREF, Py_INCREF, Py_XDECREF
 from cpython.tuple cimport PyTuple_GET_ITEM
 from libc.errno cimport EAGAIN, EINTR, errno
 from libc.math cimport fabs, isfinite, signbit
-from libc.string cimport memchr, memcpy, strerror, strlen
+from libc.string cimport memchr, memcpy, memmove, strerror, strlen
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 
 import builtins
 import collections
+import collections.abc
 import socket
 
 import hiredis
@@ -46,9 +47,11 @@ from .protocol.arguments import (
 from .protocol.replies import response_error
 
 __all__ = [
-    "DEBUG", "NOT_ENOUGH", "CommandQueue", "Connection", "ReplyReader", "ScriptCaller", "SlotRouter",
-    "_canonical_json", "_claimed_jobs", "_digest_bucket", "_is_digest", "_lock_new", "_lock_scope",
-    "_lock_spec", "_numbered", "encode_command", "encode_evalsha", "encode_pipeline",
+    "DEBUG", "NOT_ENOUGH", "CommandQueue", "Connection", "MuxCaller", "MuxConnection", "ReplyReader",
+    "ScriptCaller", "SlotRouter",
+    "_canonical_json", "_claimed_jobs", "_completed_jobs", "_digest_bucket", "_enqueued", "_fresh",
+    "_fresh_id", "_is_digest", "_lock_new", "_lock_scope", "_lock_spec", "_manager_lock", "_numbered",
+    "encode_command", "encode_evalsha", "encode_pipeline",
 ]
 
 cdef extern from *:
@@ -110,6 +113,9 @@ include "_coreparts/resp_reader.pxi"
 include "_coreparts/conn.pxi"
 include "_coreparts/call.pxi"
 include "_coreparts/call_batch.pxi"
+include "_coreparts/aio_reply.pxi"
+include "_coreparts/aio_conn.pxi"
+include "_coreparts/muxcall.pxi"
 include "_coreparts/domain_digest.pxi"
 include "_coreparts/domain_keys.pxi"
 include "_coreparts/domain_new.pxi"

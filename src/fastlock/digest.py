@@ -114,6 +114,12 @@ class Digester:
             )
         self.hash = hash
 
+    @property
+    def constructor(self) -> Callable[[bytes], Any] | None:
+        """The hashlib constructor of the hash (a digest is ``constructor(data).hexdigest()``
+        of :func:`canonical`'s bytes), or ``None`` for a hash function."""
+        return self._new
+
     def digest(self, name: str, queue: str | None = None, args: Any = None) -> str:
         """The digest of job ``name`` on ``queue`` with ``args`` (any JSON-encodable value)."""
         data = canonical(name, queue, args, self._core)

@@ -67,6 +67,7 @@ __all__ = [
     "TimeoutError",
     "TryAgainError",
     "UnkillableError",
+    "UnknownOptionError",
     "UsageError",
     "WrongTypeError",
 ]
@@ -86,6 +87,11 @@ class ArgumentError(FastlockError, ValueError):
 
 class ArgumentTypeError(FastlockError, TypeError):
     """An argument has a type fastlock does not send (the message names its position)."""
+
+
+class UnknownOptionError(ArgumentError, TypeError):
+    """A keyword option the call does not take (a misspelt ``ttll=5``); the message names it
+    and the valid ones. Also a ``TypeError``, what Python raises for an unexpected keyword."""
 
 
 class UsageError(FastlockError, builtins.RuntimeError):
@@ -480,6 +486,16 @@ class LeaseLost(QueueError):
         ids = ", ".join(str(job.id) for job in jobs[:5]) + (", ..." if len(jobs) > 5 else "")
         super().__init__(f"lease lost for {len(jobs)} job(s): {ids}")
         self.jobs = jobs
+
+
+class JobCancelled(QueueError):
+    """Job ``job_id`` was cancelled while it ran (:meth:`Queue.cancel <fastlock.Queue.cancel>`):
+    raised by ``job.raise_if_cancelled()`` for its handler to stop; the worker ends the job as
+    cancelled (neither retried nor dead-lettered)."""
+
+    def __init__(self, job_id: str) -> None:
+        super().__init__(f"job {job_id} was cancelled")
+        self.job_id = job_id
 
 
 class DuplicateJob(QueueError):

@@ -25,6 +25,7 @@ __all__ = [
     "Commands",
     "Operation",
     "Runner",
+    "Listen",
     "Notice",
     "Sleep",
     "Step",
@@ -77,13 +78,25 @@ class Sleep:
 @dataclass(frozen=True, slots=True)
 class Notice:
     """Wait up to ``timeout`` seconds for ``signal``'s wake-up (its ``wait``, awaited on
-    asyncio); the result is ``None``."""
+    asyncio); the result is what ``wait`` returns: the fencing token of a lock handed over
+    to the waiter, else ``None`` (or a flag)."""
 
     signal: Any
     timeout: float
 
 
-Step: TypeAlias = Call | Command | Blocking | Commands | Sleep | Notice
+@dataclass(frozen=True, slots=True)
+class Listen:
+    """Enter waiter ``job`` on ``channel`` of a client's wake-up ``listener``
+    (:mod:`fastlock.locks.notify`; its ``listen``, awaited on asyncio); the result is the
+    waiter's signal, once the server has confirmed the subscription."""
+
+    listener: Any
+    channel: bytes
+    job: str = ""
+
+
+Step: TypeAlias = Call | Command | Blocking | Commands | Sleep | Notice | Listen
 Operation: TypeAlias = Generator[Step, Any, T]
 """A multi-step operation: yields steps, receives their results, returns its own."""
 

@@ -1,21 +1,25 @@
 """Where to connect, transport-neutral: :class:`ConnectionParams`, URL parsing, the TLS
-context and the handshake commands. The sync transport (:mod:`fastlock.sync.connect`) and
-the asyncio one (:mod:`fastlock.aio.connection`) both open connections from these."""
+context, the handshake commands and a new connection's first write (:func:`first_write`).
+The sync transport (:mod:`fastlock.sync.connect`) and the asyncio one
+(:mod:`fastlock.aio.connection`) both open connections from these."""
 
 from __future__ import annotations
 
 import ssl
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeAlias
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from .exceptions import ArgumentError
+from .exceptions import ArgumentError, ResponseError
 
 __all__ = [
     "BLOCKING_MARGIN",
     "DEFAULT_URL",
     "ConnectionParams",
+    "Load",
     "blocking_wait",
+    "first_write",
     "handshake_commands",
     "parse_url",
     "tls_context",
@@ -164,6 +168,29 @@ def handshake_commands(params: ConnectionParams) -> list[tuple[Any, ...]]:
     if params.client_name:
         handshake.append(("CLIENT", "SETNAME", params.client_name))
     return handshake
+
+
+Load: TypeAlias = tuple[list[tuple[Any, ...]], Callable[[Sequence[Any]], None]]
+"""Commands a new connection sends after its handshake, in the same write, and the check of
+their replies (a client's warm-up: ``SCRIPT LOAD`` of every script)."""
+
+
+def first_write(
+    params: ConnectionParams, load: Load | None = None
+) -> tuple[list[tuple[Any, ...]], Callable[[Sequence[Any]], None]]:
+    """A new connection's first write: the handshake, then ``load``'s commands; and the check
+    of their replies, which raises the handshake's first error reply, then ``load``'s."""
+    handshake = handshake_commands(params)
+    commands, then = load or ([], None)
+
+    def check(replies: Sequence[Any]) -> None:
+        for reply in replies[: len(handshake)]:
+            if isinstance(reply, ResponseError):
+                raise reply
+        if then is not None:
+            then(replies[len(handshake) :])
+
+    return [*handshake, *commands], check
 
 
 def blocking_wait(timeout: float, socket_timeout: float | None) -> float:

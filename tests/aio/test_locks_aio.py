@@ -349,3 +349,24 @@ def test_sync_threads_and_async_tasks_exclude_each_other(
     run(main())
     assert client.execute("GET", "n") == b"130"
     assert len(set(tokens)) == 130
+
+
+def test_an_unknown_lock_option_is_refused_before_anything_is_sent(
+    run: Run, redis_url: str, impl: str
+) -> None:
+    async def main() -> None:
+        async with Client(redis_url, impl=impl) as client:
+            for build in (client.lock, client.locks.lock, AsyncLockManager(client, prefix="other").lock):
+                with pytest.raises(
+                    fastlock.UnknownOptionError, match=r"'ttll' \(did you mean 'ttl'\?\)"
+                ) as info:
+                    build("job", ttl=30, ttll=5)
+                assert isinstance(info.value, fastlock.ArgumentError) and isinstance(info.value, TypeError)
+            with pytest.raises(
+                fastlock.UnknownOptionError,
+                match=r"the lock options are job_id, limit, name, on_conflict, renew, timeout, ttl, type$",
+            ):
+                AsyncLock(client.locks, "ab" * 16, "job", ttl=30, ttll=5)
+            assert client.pool.connections == []  # nothing was sent: no connection was even opened
+
+    run(main())

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import fastlock
-from fastlock.aio import AsyncQueue, Client
+from fastlock.aio import AsyncQueue, AsyncWorker, Client
 from fastlock.queues.jobs import QueueStats, Unique
 
 Run = Callable[[Coroutine[Any, Any, Any]], Any]
@@ -177,3 +177,56 @@ def test_admin_matches_the_sync_queue(run: Run, redis_url: str, impl: str) -> No
         assert sync_queue.job("later").state == "missing"
     finally:
         sync.close()
+
+
+def test_pause_and_resume(run: Run, redis_url: str, impl: str) -> None:
+    async def main() -> None:
+        async with Client(redis_url, impl=impl) as client:
+            queue = client.queue("paused")
+            await queue.enqueue_many([b"a", b"b"])
+            assert await queue.pause() and not await queue.pause()
+            batch = await queue.claim(2)
+            assert batch == [] and batch.paused
+            assert await queue.stats() == QueueStats(2, 0, 0, 0, paused=True)
+            with fastlock.Client(redis_url, impl=impl) as sync_client:  # one flag for every client
+                assert sync_client.queue("paused").claim(1).paused
+            assert await queue.resume() and not await queue.resume()
+            assert [job.payload for job in await queue.claim(2)] == [b"a", b"b"]
+
+    run(main())
+
+
+def test_periodic_jobs_with_async_and_sync_schedulers(run: Run, redis_url: str, impl: str) -> None:
+    async def main() -> None:
+        async with Client(redis_url, impl=impl) as client:
+            queue = client.queue("periodic")
+            assert await queue.every(0.05, b"tick", name="fast", catch_up="all")
+            assert not await queue.every(0.05, b"tick", name="fast", catch_up="all")
+            assert await queue.cron("0 3 * * *", b"n", name="nightly", tz="Europe/Paris")
+            with pytest.raises(fastlock.ArgumentError):
+                await queue.cron("0 3 * * *", b"n", name="nightly", tz="Europe/Nowhere")
+            done = False
+            with fastlock.Client(redis_url, impl=impl) as sync_client:
+                sync_queue = sync_client.queue("periodic")
+                other = asyncio.to_thread(sync_queue.run_schedules, stop=lambda: done, idle=0.05)
+                runners = [queue.run_schedules(stop=lambda: done, idle=0.05) for _ in "ab"]
+                runners = [asyncio.ensure_future(runner) for runner in [*runners, other]]
+                await asyncio.sleep(0.6)
+                done = True
+                counts = await asyncio.gather(*runners)
+            ready = await client.execute("LRANGE", queue.key["ready"], 0, -1)
+            ticks = sorted(int(word.decode().rsplit("@", 1)[1]) for word in ready)
+            assert sum(counts) == len(ticks) >= 5
+            assert ticks == list(range(ticks[0], ticks[-1] + 1, 50))  # each tick once, none missing
+            assert [row.name for row in await queue.schedules()] == ["fast", "nightly"]
+            assert await queue.unschedule("nightly")
+            seen: list[str] = []
+
+            async def handle(job: fastlock.Job) -> None:
+                seen.append(job.id)
+
+            await client.execute("DEL", queue.key["ready"])
+            assert await AsyncWorker(queue, handle, idle_wait=5).run(max_jobs=2, schedules=True) == 2
+            assert len(set(seen)) == 2 and all(job_id.startswith("fast@") for job_id in seen)
+
+    run(main())

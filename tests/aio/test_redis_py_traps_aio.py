@@ -112,23 +112,25 @@ def test_a_task_whose_own_lock_was_lost_is_told_so(run: Run, redis_url: str, imp
 
     async def main() -> None:
         async with Client(redis_url, impl=impl) as client:
-            lock = client.lock("lost", ttl=0.05)
-            entered = asyncio.Event()
+            lock = client.lock("lost", ttl=30)
+            entered, go_on = asyncio.Event(), asyncio.Event()
 
             async def slow(fail: bool) -> None:
                 async with lock:
                     entered.set()
-                    await asyncio.sleep(0.08)
+                    await go_on.wait()
                     if fail:
                         raise KeyError("the body's own error")
 
             for fail, error in ((False, fastlock.LockNotOwnedError), (True, KeyError)):
                 entered.clear()
+                go_on.clear()
                 task = asyncio.create_task(slow(fail))
                 await entered.wait()
-                await asyncio.sleep(0.06)  # the slow task's slot has expired
+                await client.execute("DEL", *lock._main_scope.slots)  # the slow task's slot expired
                 taken = await lock.acquire()
                 assert taken is not None
+                go_on.set()
                 with pytest.raises(error, match="lost before release" if not fail else "own error"):
                     await task
                 assert await lock.release() == taken

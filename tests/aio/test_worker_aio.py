@@ -358,3 +358,32 @@ def test_stop_and_signals_hand_the_unstarted_batch_back(run: Run, redis_url: str
             assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
 
     run(main())
+
+
+def test_a_paused_worker_naps_and_resume_wakes_it(
+    run: Run, redis_url: str, impl: str, client: fastlock.Client
+) -> None:
+    async def main() -> None:
+        async with Client(redis_url, impl=impl) as aclient:
+            queue = aclient.queue("paused", lease=60)
+            await queue.pause()
+            done = asyncio.Event()
+
+            async def handler(job: Job) -> None:
+                done.set()
+
+            worker = AsyncWorker(queue, handler, idle_wait=0.05)  # unpaused, it would ask 20 times a second
+            task = asyncio.create_task(worker.run())
+            await asyncio.to_thread(wait_until_blocked, client, "bzpopmin")
+            await queue.enqueue(b"job")
+            client.execute("CONFIG", "RESETSTAT")
+            await asyncio.sleep(1.0)
+            idle = command_calls(client)
+            assert idle.get("evalsha", 0) == 0 and idle.get("bzpopmin", 0) == 0, idle
+            assert not done.is_set()
+            client.queue("paused").resume()  # a sync admin
+            await asyncio.wait_for(done.wait(), WOKEN_WITHIN)  # woken, not at the nap's end
+            await worker.stop()
+            assert await asyncio.wait_for(task, WOKEN_WITHIN) == 1
+
+    run(main())

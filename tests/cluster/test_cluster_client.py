@@ -5,11 +5,13 @@ after it, admin across slots, the async client over the same router."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import threading
 import time
 from typing import Any
 
 import pytest
+import redis
 
 import fastlock
 from fastlock.cluster import AsyncClusterClient, ClusterClient
@@ -107,10 +109,37 @@ def _migrate(cluster: TempCluster, slot: int) -> tuple[Any, Any, str, str]:
     return source, target, source_id, target_id
 
 
+def _ok(reply: bytes, what: str) -> None:
+    assert reply == b"+OK\r\n", f"{what}: {reply!r}"
+
+
 def _finish(cluster: TempCluster, slot: int, owner_id: str) -> None:
+    """End ``slot``'s migration at ``owner_id`` the way a resharding does, each step a command
+    checked, none left to gossip: the owner imports the slot (``SETSLOT NODE`` bumps the config
+    epoch of an importing node only), the slot's keys left on other primaries are migrated to
+    it (a node holding keys refuses to give the slot away), then ``SETSLOT NODE`` goes to the
+    owner first and to every other primary. A node still importing the slot after that is made
+    stable (one left importing answered a later test's commands with MOVED back and forth)."""
+    owner = next(n for n in cluster.primaries() if cluster.node_id(n) == owner_id)
+    if f"[{slot}-<-".encode() not in owner.raw_command("CLUSTER", "NODES"):
+        holder = cluster.primary_of(slot)
+        if holder is not owner:
+            _ok(
+                owner.raw_command("CLUSTER", "SETSLOT", slot, "IMPORTING", cluster.node_id(holder)),
+                "IMPORTING",
+            )
+    for node in (n for n in cluster.primaries() if n is not owner):
+        with redis.Redis(port=node.port) as conn:
+            keys = conn.execute_command("CLUSTER", "GETKEYSINSLOT", slot, 1000)
+        if keys:
+            _ok(node.raw_command("MIGRATE", "127.0.0.1", owner.port, "", 0, 5000, "KEYS", *keys), "MIGRATE")
+    for node in sorted(cluster.primaries(), key=lambda n: n is not owner):
+        _ok(node.raw_command("CLUSTER", "SETSLOT", slot, "NODE", owner_id), f"SETSLOT NODE on {node.port}")
     for node in cluster.primaries():
-        node.raw_command("CLUSTER", "SETSLOT", slot, "NODE", owner_id)
+        if f"[{slot}-<-".encode() in node.raw_command("CLUSTER", "NODES"):
+            _ok(node.raw_command("CLUSTER", "SETSLOT", slot, "STABLE"), "STABLE")
     cluster.wait_stable()
+    cluster.wait_slot_owned(slot, owner_id)
 
 
 def test_ask_during_migration_then_moved_after_it(client: ClusterClient, cluster: TempCluster) -> None:
@@ -127,9 +156,11 @@ def test_ask_during_migration_then_moved_after_it(client: ClusterClient, cluster
         assert client.execute_many([("GET", new), ("GET", old)]) == [b"after", b"before"]
         # a multi-key script whose keys are not all on one side gets TRYAGAIN (from the
         # target, after ASK): waited out until the migration ends, then MOVED to the target
-        threading.Timer(0.1, _finish, (cluster, slot, target_id)).start()
-        started = time.monotonic()
-        token = lock.acquire("a")
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            finished = pool.submit(lambda: (time.sleep(0.1), _finish(cluster, slot, target_id)))
+            started = time.monotonic()
+            token = lock.acquire("a")
+            finished.result()  # its failure raised here
         assert token is not None and 0.1 < time.monotonic() - started < 3
         assert int(target.raw_command("CLUSTER", "COUNTKEYSINSLOT", slot)[1:]) > 1
         assert lock.release("a") == token

@@ -22,6 +22,7 @@ import pytest
 import fastlock
 from fastlock.cluster import AsyncClusterClient, ClusterClient
 from fastlock.cluster.topology import REFRESH_COOLDOWN
+from fastlock.locks.notify import MAX_NAP
 from fastlock.protocol.slots import key_slot
 from fastlock.testing.cluster import TempCluster, wait_until
 
@@ -230,6 +231,98 @@ def test_async_client_follows_a_clean_failover(fresh_cluster: TempCluster, impl:
     assert reloads == 0
     assert refreshes <= _reads_allowed(elapsed)  # the first, forced, read included: it ends a cooldown too
     fresh_cluster.wait_stable()
+
+
+def _shard_subscribers(node: Any, channel: bytes) -> int:
+    with fastlock.Client(f"redis://127.0.0.1:{node.port}", max_connections=1) as probe:
+        return int(probe.execute("PUBSUB", "SHARDNUMSUB", channel)[1])
+
+
+def _sleepers(lock: Any) -> tuple[int, bytes]:
+    """The slot of ``lock`` and the channel its waiters listen on."""
+    scope = lock.manager.scope(lock.digest, "", lock.limit)
+    return key_slot(scope.slots[0]), f"{scope.wake}@0".encode()
+
+
+async def _async_waiters_through_failover(cluster: TempCluster, impl: str) -> None:
+    async with AsyncClusterClient(cluster.url, impl=impl) as client:
+        holder = client.lock("sleepers", ttl=30)
+        slot, channel = _sleepers(holder)
+        assert await holder.acquire("holder") is not None
+
+        async def waiter(n: int) -> int | None:
+            lock = client.lock("sleepers", ttl=30, timeout=20)
+            token = await lock.acquire(f"w{n}")
+            if token is not None:
+                assert await lock.release(f"w{n}") == token
+            return token
+
+        waiters = [asyncio.create_task(waiter(n)) for n in range(10)]
+        old = cluster.primary_of(slot)
+        await asyncio.to_thread(wait_until, lambda: _shard_subscribers(old, channel) == 1, 10, "listening")
+        new = await asyncio.to_thread(cluster.failover, slot)
+        promoted = time.monotonic()
+        # the demoted node drops the channel; the waiters' attempts follow MOVED, then they enter
+        # again on the promoted primary
+        await asyncio.to_thread(wait_until, lambda: _shard_subscribers(new, channel) == 1, 10, "back")
+        print(
+            f"\n{cluster.flavour}/{impl} waiters on the promoted primary"
+            f" {(time.monotonic() - promoted) * 1e3:.0f} ms after the promotion"
+        )
+        assert _shard_subscribers(old, channel) == 0
+        assert not any(task.done() for task in waiters)
+        assert await holder.release("holder") is not None
+        released = time.monotonic()
+        done, _ = await asyncio.wait(waiters, timeout=20)
+        assert time.monotonic() - released < 10 * MAX_NAP / 2  # handed over, not found by re-checks
+        tokens = [task.result() for task in done]
+        assert len(done) == 10 and None not in tokens and len(set(tokens)) == 10
+
+
+def test_async_waiters_sleep_through_a_clean_failover(fresh_cluster: TempCluster, impl: str) -> None:
+    """Waiters on the listener when the lock's primary is failed over: the demoted node drops
+    their channel, they enter again on the promoted one, and the holder's release reaches each
+    in turn (none hangs past its timeout)."""
+    fresh_cluster.wait_stable()
+    asyncio.run(_async_waiters_through_failover(fresh_cluster, impl))
+    fresh_cluster.wait_stable()
+
+
+@pytest.mark.fault
+def test_sync_waiters_sleep_through_a_kill_9_of_the_locks_primary(fresh_cluster: TempCluster) -> None:
+    """The lock's primary is killed while threads wait: their listener connection is lost, they
+    enter again on the promoted replica, and each gets the lock in turn within its timeout; the
+    killed node comes back as a replica."""
+    cluster = fresh_cluster
+    cluster.wait_stable()
+    with ClusterClient(cluster.url) as client:
+        holder = client.lock("sleepers-9", ttl=10)
+        slot, channel = _sleepers(holder)
+        assert holder.acquire("holder") is not None
+        results: dict[int, Any] = {}
+
+        def waiter(n: int) -> None:
+            try:
+                lock = client.lock("sleepers-9", ttl=10, timeout=25)
+                results[n] = lock.acquire(f"w{n}")
+                lock.release(f"w{n}")
+            except BaseException as exc:  # noqa: BLE001 - the test reads it
+                results[n] = exc
+
+        threads = [threading.Thread(target=waiter, args=(n,)) for n in range(5)]
+        for thread in threads:
+            thread.start()
+        wait_until(lambda: _shard_subscribers(cluster.primary_of(slot), channel) == 1, 10, "listening")
+        dead, replica = cluster.kill_primary(slot)
+        wait_until(lambda: cluster.primary_of(slot) is replica, 30, "promoted")
+        wait_until(lambda: _shard_subscribers(replica, channel) == 1, 10, "listening on the promoted one")
+        holder.release("holder")  # (its lock may have been lost with the primary: free then)
+        for thread in threads:
+            thread.join(30)
+        assert not any(thread.is_alive() for thread in threads)
+        tokens = [results[n] for n in range(5)]
+        assert all(type(token) is int for token in tokens), tokens
+    cluster.revive(dead)
 
 
 @pytest.mark.fault

@@ -43,3 +43,13 @@ from queues.test_queue import (  # noqa: F401 - collected here, on the cluster
     test_unique_until_expired,
     test_wait_blocks_until_work_is_signalled,
 )
+from queues.test_queue_ages import (  # noqa: F401 - collected here, on the cluster
+    test_each_first_claim_reports_how_long_it_waited,
+    test_the_oldest_ready_job_age,
+    waits,
+)
+from queues.test_queue_schedule import (  # noqa: F401 - collected here, on the cluster
+    test_a_worker_runs_a_scheduler,
+    test_catch_up_after_an_outage,
+    test_register_list_update_remove,
+)

@@ -10,6 +10,7 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -48,6 +49,23 @@ def test_discovery_locks_and_queues(sentinels: TempSentinels, impl: str) -> None
         assert [job.payload for job in jobs] == [b"x"]
         queue.complete(jobs)
         assert client.execute_many([("SET", "k", 1), ("GET", "k")]) == [b"OK", b"1"]
+
+
+def test_rwlock_waiters_block_on_the_master(sentinels: TempSentinels, impl: str) -> None:
+    """A read-write lock on the master: a waiting reader (no listener: blocked on the wake
+    stream) is woken by the writer's release."""
+    with SentinelClient(sentinels.sentinels, sentinels.service, impl=impl) as client:
+        rw = client.rwlock(f"report-{impl}", ttl=10, timeout=5)  # the deployment is the module's
+        writer = rw.write.acquire("w")
+        got: list[int | None] = []
+        reader = threading.Thread(target=lambda: got.append(rw.read.acquire("r")))
+        reader.start()
+        time.sleep(0.2)
+        released = time.monotonic()
+        assert writer is not None and rw.write.release("w") == writer
+        reader.join(LOOSE)
+        assert got and got[0] is not None and got[0] > writer and time.monotonic() - released < 0.5
+        assert rw.read.release("r") == got[0]
 
 
 def test_unknown_service_is_a_connection_error(sentinels: TempSentinels) -> None:
@@ -134,6 +152,83 @@ def test_async_sentinel_client_follows_a_failover(fresh_sentinels: TempSentinels
     lag, switches = asyncio.run(_async_follow(fresh_sentinels, None))
     print(f"\n{fresh_sentinels.flavour} async: switched {lag * 1e3:.0f} ms after the announcement")
     assert switches == 2
+
+
+def _listening(server: TempServer, channel: bytes) -> int:
+    reply = raw_command(("127.0.0.1", server.port), "PUBSUB", "NUMSUB", channel)
+    return int(reply.split(b"\r\n")[-2][1:])
+
+
+def _channel(lock: Any) -> bytes:
+    return f"{lock.manager.scope(lock.digest, '', lock.limit).wake}@0".encode()
+
+
+def test_waiters_sleep_through_a_master_killed(fresh_sentinels: TempSentinels) -> None:
+    """Threads wait on the listener of the master when it is killed: woken by the loss, they
+    try again through the client (which follows the sentinels), enter again on the new
+    master's listener, and each gets the lock in turn once its holder releases it."""
+    sentinels = fresh_sentinels
+    with SentinelClient(sentinels.sentinels, sentinels.service, failover_timeout=LOOSE) as client:
+        holder = client.lock("sleepers", ttl=30)
+        channel = _channel(holder)
+        assert holder.acquire("holder") is not None
+        sentinels.wait_synced()  # the holder's lock is on the replica too
+        results: dict[int, Any] = {}
+
+        def waiter(n: int) -> None:
+            try:
+                lock = client.lock("sleepers", ttl=30, timeout=LOOSE)
+                results[n] = lock.acquire(f"w{n}")
+                lock.release(f"w{n}")
+            except BaseException as exc:  # noqa: BLE001 - the test reads it
+                results[n] = exc
+
+        threads = [threading.Thread(target=waiter, args=(n,)) for n in range(5)]
+        for thread in threads:
+            thread.start()
+        old = sentinels.current()[0]
+        wait_until(lambda: _listening(old, channel) == 1, LOOSE, "listening")
+        new = sentinels.kill_master()
+        wait_until(lambda: _listening(new, channel) == 1, LOOSE, "listening on the new master")
+        assert not results
+        assert holder.release("holder") is not None
+        for thread in threads:
+            thread.join(LOOSE)
+        assert not any(thread.is_alive() for thread in threads)
+        assert all(type(results[n]) is int for n in range(5)), results
+
+
+async def _async_waiters_through_failover(sentinels: TempSentinels) -> None:
+    client = await AsyncSentinelClient.connect(sentinels.sentinels, sentinels.service)
+    async with client:
+        holder = client.lock("sleepers", ttl=30)
+        channel = _channel(holder)
+        assert await holder.acquire("holder") is not None
+
+        async def waiter(n: int) -> int | None:
+            lock = client.lock("sleepers", ttl=30, timeout=LOOSE)
+            token = await lock.acquire(f"w{n}")
+            if token is not None:
+                assert await lock.release(f"w{n}") == token
+            return token
+
+        waiters = [asyncio.create_task(waiter(n)) for n in range(5)]
+        old = sentinels.current()[0]
+        await _until(lambda: _listening(old, channel) == 1, "listening")
+        new, _, _ = await asyncio.to_thread(sentinels.failover)
+        await _until(lambda: client.master == _address(new), "followed")
+        await _until(lambda: _listening(new, channel) == 1, "listening on the new master")
+        assert _listening(old, channel) == 0  # the demoted master's connection was dropped
+        assert not any(task.done() for task in waiters)
+        assert await holder.release("holder") is not None
+        tokens = await asyncio.gather(*waiters)
+        assert None not in tokens and len(set(tokens)) == 5
+
+
+def test_async_waiters_sleep_through_a_failover(fresh_sentinels: TempSentinels) -> None:
+    """``SENTINEL FAILOVER`` while tasks wait: the demoted master stays up, so the client drops
+    its listener connection when it switches; the waiters enter again on the new master."""
+    asyncio.run(_async_waiters_through_failover(fresh_sentinels))
 
 
 def test_wait_after_acquire_on_the_master(sentinels: TempSentinels) -> None:

@@ -7,7 +7,7 @@ import math
 from typing import Any
 
 import pytest
-from harness.cores import CYTHON_CORE, needs_cython
+from harness.cores import CYTHON_CORE, CYTHON_MISSING, needs_cython
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -143,14 +143,91 @@ def test_the_managers_pass_their_options_to_the_lock() -> None:
 def test_the_options_are_declared_alike() -> None:
     """``LockOptions`` (the typing of ``client.lock`` and the integrations) names exactly the
     options of ``LockBase`` and of the managers' ``lock`` (kept as keyword parameters: the
-    build's hot path)."""
+    build's hot path; ``renew``, :class:`RenewOption`, through their ``**more``)."""
     import inspect
 
-    from fastlock.locks.options import LockOptions
+    from fastlock.locks.options import LockOptions, RenewOption
 
     names = LockOptions.__required_keys__ | LockOptions.__optional_keys__
     assert set(LockBase.__init__.__kwdefaults__) == names
     for lock in (fastlock.LockManager.lock, AsyncLockManager.lock):
         keywords = [p.name for p in inspect.signature(lock).parameters.values() if p.kind is p.KEYWORD_ONLY]
-        assert set(keywords) - {"digest", "queue", "args"} == names, lock
+        assert set(keywords) - {"digest", "queue", "args"} == names - RenewOption.__optional_keys__, lock
+        assert "RenewOption" in str(inspect.signature(lock).parameters["more"].annotation), lock
         assert lock.__kwdefaults__["ttl"] is TTL_REQUIRED
+
+
+# --- the managers' lock in C (_manager_lock: its keywords read in C, a common call's lock
+# built without a Python frame, any other call handed to the method) --------------------------
+
+ASYNC_MANAGER = AsyncLockManager(fastlock.aio.Client("redis://127.0.0.1:1"))
+BAD_DIGEST = "0123456789ABCDEF"
+keywords = st.fixed_dictionaries(
+    {},
+    optional={
+        "digest": st.sampled_from([None, DIGEST, "ab" * 32, BAD_DIGEST, "abc", 5]),
+        "queue": st.sampled_from([None, "default", "", 3, b"q"]),
+        "args": st.sampled_from([None, [1, "two", 3.5], {"b": 1, "a": [True, None]}, (), [math.nan], [{1}]]),
+        "type": st.sampled_from([LockType.UNTIL_EXECUTED, "while_executing", "until_completed", "x", None]),
+        "ttl": st.sampled_from([None, 5, 2.5, 0.0015, 0, -1, "5", TTL_REQUIRED]),
+        "timeout": st.sampled_from([0.0, 1, 2.5, -1, None]),
+        "limit": st.sampled_from([1, 3, 0, True, "2"]),
+        "job_id": st.sampled_from([None, "job", "", 7]),
+        "on_conflict": st.sampled_from([None, "reject", "nope"]),
+        "renew": st.sampled_from([True, False, "yes"]),
+        "ttll": st.just(5),
+    },
+)
+
+
+def built(build: Any, *name: Any, **given: Any) -> Any:
+    try:
+        lock = build(*name, **given)
+    except Exception as exc:  # noqa: BLE001 - compared
+        return type(exc), str(exc)
+    return type(lock), slots(lock)
+
+
+@needs_cython
+@settings(max_examples=1500, deadline=None)
+@given(name=st.sampled_from([(), ("job",), (None,), ("",), ("é" * 3,), (3,)]), given=keywords)
+def test_the_core_builds_the_managers_lock(name: tuple[Any, ...], given: dict[str, Any]) -> None:
+    """A manager's ``lock`` in C gives the method's lock (every slot alike) or its error, for
+    the calls it answers itself and those it hands to the method, on each transport."""
+    for manager, method, cls in (
+        (MANAGER, fastlock.LockManager.lock, fastlock.Lock),
+        (ASYNC_MANAGER, AsyncLockManager.lock, AsyncLock),
+    ):
+        core_lock = CYTHON_CORE._manager_lock(manager, method, cls, manager.digester.constructor)
+        assert built(core_lock, *name, **given) == built(method, manager, *name, **given)
+
+
+@needs_cython
+def test_the_core_lock_has_the_methods_signature() -> None:
+    import inspect
+
+    for manager, method in ((MANAGER, fastlock.LockManager.lock), (ASYNC_MANAGER, AsyncLockManager.lock)):
+        core_lock = CYTHON_CORE._manager_lock(manager, method, fastlock.Lock, None)
+        parameters = list(inspect.signature(method).parameters.values())[1:]  # without self
+        assert [(p.name, p.kind, p.default) for p in inspect.signature(core_lock).parameters.values()] == [
+            (p.name, p.kind, p.default) for p in parameters
+        ]
+
+
+@pytest.mark.parametrize("impl", ["cython", "python"])
+def test_a_manager_binds_its_cores_lock_at_its_first_lock(impl: str) -> None:
+    if impl == "cython" and CYTHON_CORE is None:
+        pytest.skip(CYTHON_MISSING)
+    manager = fastlock.LockManager(fastlock.Client("redis://127.0.0.1:1", impl=impl))
+    first = manager.lock("job", args=[1], ttl=5)
+    assert ("lock" in vars(manager)) is (impl == "cython")
+    again = manager.lock("job", args=[1], ttl=5)
+    assert type(again) is type(first) and slots(again) == slots(first)
+
+    class Own(fastlock.LockManager):
+        def lock(self, *args: Any, **kwargs: Any) -> fastlock.Lock:  # type: ignore[override]
+            return super().lock(*args, **kwargs)
+
+    own = Own(fastlock.Client("redis://127.0.0.1:1", impl=impl))
+    own.lock("job", ttl=5)
+    assert "lock" not in vars(own)  # a subclass's own lock is left as it is

@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 import pytest
+from harness.blocking import PATIENCE_RECHECK, wait_until_listening
 
 import fastlock
 from fastlock.protocol.arguments import MAX_DURATION
@@ -193,7 +194,7 @@ def test_a_long_until_and_while_executing_job_keeps_its_runtime_lock(client: Any
     assert worker.extend("3") is not None
 
 
-# --- item 16: a waiter that takes the wake-up and dies does not strand the others --------------
+# --- item 16: a waiter blocked on the wake list takes nothing a queued live waiter is handed -----
 
 
 def blocked_clients(client: fastlock.Client) -> int:
@@ -209,19 +210,19 @@ def wait_for(condition: Any) -> None:
 
 
 @pytest.mark.parametrize("limit", [1, 2])
-def test_a_waiter_dying_with_the_wake_up_leaves_the_lock_to_a_live_waiter(
+def test_a_release_hands_over_to_the_live_waiter_not_the_wake_list(
     server: Any, client: Any, limit: int
 ) -> None:
     holders = [client.lock("lost-wake", ttl=30, limit=limit) for _ in range(limit)]
     for holder in holders:
         holder.acquire()
     wake = holders[0]._queue.wake
-    ghost = connect(server.unix_path, timeout=20)  # a waiter that pops the wake-up, then dies
+    ghost = connect(server.unix_path, timeout=20)  # a waiter blocked on the wake list, then gone
     popped: list[bytes] = []
     got: list[Any] = []
 
     def die() -> None:
-        popped.append(roundtrip(ghost, "BLPOP", wake, 20))
+        popped.append(roundtrip(ghost, "BLPOP", wake, 2))
         ghost.close()
 
     def wait() -> None:
@@ -231,12 +232,14 @@ def test_a_waiter_dying_with_the_wake_up_leaves_the_lock_to_a_live_waiter(
     dying.start()
     wait_for(lambda: blocked_clients(client) == 1)
     waiter.start()
-    wait_for(lambda: blocked_clients(client) == 2)
+    wait_until_listening(client, 1)  # the live waiter sleeps on the client's listener
+    time.sleep(client.locks.patience + PATIENCE_RECHECK)  # queued, past its patience and its re-check
     released = time.monotonic()
     assert holders[0].release() is not None
     dying.join()
     waiter.join()
-    assert popped[0].startswith(b"*2")  # the ghost took a wake-up and closed its connection
+    # the release handed the lock to the live queued waiter: no wake-up for the ghost to take
+    assert popped[0] == b"*-1\r\n"
     token, woke = got[0]
     assert token is not None and woke - released < 5  # not the 20 s timeout, nor the 30 s net
 
@@ -324,3 +327,26 @@ def test_a_server_that_may_evict_any_key_is_refused_at_first_use(
         with caplog.at_level("INFO", logger="fastlock.lock"):
             assert fastlock.LockManager(client).lock("evictable", ttl=30).acquire("other") is None
         assert "cannot read maxmemory-policy" in caplog.text
+
+
+# --- an unknown option ----------------------------------------------------------------------
+
+UNKNOWN = r"unknown lock option 'ttll' \(did you mean 'ttl'\?\); the lock options are .*timeout, ttl, type"
+
+
+@pytest.mark.parametrize("entry", ["client.lock", "client.locks.lock", "LockManager.lock", "Lock"])
+def test_an_unknown_lock_option_is_refused_before_anything_is_sent(client: Any, entry: str) -> None:
+    build = {
+        "client.lock": client.lock,
+        "client.locks.lock": client.locks.lock,
+        "LockManager.lock": fastlock.LockManager(client, prefix="other").lock,
+        "Lock": lambda name, **options: fastlock.Lock(client.locks, "ab" * 16, name, **options),
+    }[entry]
+    with pytest.raises(fastlock.UnknownOptionError, match=UNKNOWN) as info:
+        build("job", ttl=30, ttll=5)
+    assert isinstance(info.value, fastlock.ArgumentError) and isinstance(info.value, TypeError)
+    with pytest.raises(
+        fastlock.UnknownOptionError, match=r"options 'limt' \(did you mean 'limit'\?\), 'zz';"
+    ):
+        build("job", ttl=30, limt=2, zz=1)
+    assert client.pool.round_trips == 0  # nothing was sent: no connection was even opened

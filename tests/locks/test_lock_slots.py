@@ -1,4 +1,5 @@
-"""Every key each lock script touches hashes to one cluster slot, checked on a standalone server.
+"""Every key each lock (and read-write lock) script touches hashes to one cluster slot, checked
+on a standalone server.
 
 A MONITOR connection records a lifecycle that runs every lock script and admin call, and
 ``harness.monitor`` checks each recorded script call and top-level command.
@@ -7,6 +8,7 @@ A MONITOR connection records a lifecycle that runs every lock script and admin c
 from __future__ import annotations
 
 import itertools
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -45,6 +47,10 @@ def lifecycle(client: Any, prefix: str = "fastlock") -> None:
     both.execute("j", both.info)
     manager.lock("dead", limit=2, ttl=None).acquire("ghost")
     manager.reaper(alive=lambda entry, job_id: job_id != "ghost").run_once()
+    renewed = manager.lock("renewed", limit=2, ttl=0.15, renew=True)
+    renewed.acquire()
+    time.sleep(0.12)  # a renewal round (lock_renew) or two
+    renewed.release()
     manager.lock("gone", ttl=0.01).acquire("x")
     time.sleep(0.02)
     manager.reaper().run_once()
@@ -53,6 +59,39 @@ def lifecycle(client: Any, prefix: str = "fastlock") -> None:
     manager.changelog(pool.digest)
     manager.delete(lock.digest)
     manager.delete_matching("*")
+
+
+def rwlock_lifecycle(client: Any, name: str, prefix: str) -> None:
+    """Run every read-write lock script: both sides, conflicts, waits on the listener and on
+    the wake list, their timeouts, the wake-ups of releases, holders."""
+    rw = client.rwlock(name, ttl=30, prefix=prefix)
+    rw.read.acquire("r")
+    rw.read.acquire("r")
+    rw.read.holders()
+    assert rw.write.acquire("w", timeout=0.02) is None  # registered as waiting, then left
+    assert client.run(rw._waiting("w", "w", 0.02, None)) is not None  # the same on the wake list
+    waiter = threading.Thread(target=rw.write.acquire, args=("w",), kwargs={"timeout": 5})
+    waiter.start()
+    time.sleep(0.1)
+    rw.read.release("r")  # wakes the writer
+    waiter.join(5)
+    rw.write.holders()
+    rw.read.acquire("w")  # the writer reads too
+    rw.read.release("w")
+    rw.write.release("w")
+
+
+@pytest.mark.parametrize(
+    "name, prefix", [("doc", "fl"), ("{t}doc", "fl"), ("doc", "app:{locks}"), ("doc", "{"), ("doc", "}")]
+)
+def test_every_key_of_every_rwlock_script_shares_one_slot(
+    server: Any, redis_url: str, name: str, prefix: str
+) -> None:
+    with fastlock.Client(redis_url) as client:
+        client.execute("PING")
+        with monitor(server.unix_path) as recorded:
+            rwlock_lifecycle(client, name, prefix)
+        assert scripts_in_one_slot(client, recorded[0]) == {path.stem for path in LUA.glob("rwlock_*.lua")}
 
 
 @pytest.mark.parametrize("prefix", ["fastlock", "app:{locks}", "{", "}", "a{b", "}{", "x}{y", "{a{}}"])

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from typing import Any
 
 import fastlock
 from fastlock.locks.keys import LockEntry
+from fastlock.locks.reaping import RUNS_KEPT
 
 
 def tracked(locks: fastlock.LockManager) -> set[str]:
@@ -28,6 +30,24 @@ def test_drops_index_entries_of_expired_locks_and_deletes_nothing_else(client: A
     assert result is not None and (result.examined, result.dropped, result.released) == (8, 6, 0)
     assert tracked(locks) == {kept.digest, forever.digest}
     assert kept.locked() and forever.locked()
+
+
+def test_each_pass_is_logged_and_the_log_is_bounded(client: Any) -> None:
+    """Every pass logs itself in the namespace (any process's reaper reads the log), the
+    newest first, RUNS_KEPT at most."""
+    locks = fastlock.LockManager(client, buckets=4)
+    locks.lock("logged", ttl=0.01).acquire("x")
+    time.sleep(0.03)
+    reaper = locks.reaper()
+    assert reaper.run_once() is not None
+    (run,) = locks.reaper().runs()
+    assert (run.examined, run.dropped, run.released) == (1, 1, 0) and run.seconds >= 0
+    assert run.runner.endswith(f":{os.getpid()}") and abs(run.at - time.time()) < 60
+    for _ in range(RUNS_KEPT + 2):
+        reaper.run_once()
+    runs = reaper.runs(count=1000)
+    assert len(runs) == RUNS_KEPT and runs[0].at >= runs[-1].at and runs[-1].examined == 0
+    assert len(reaper.runs(count=3)) == 3
 
 
 def test_alive_decides_which_holders_are_orphans(client: Any) -> None:

@@ -66,3 +66,62 @@ def test_idle_recover_cost(client: fastlock.Client) -> None:
     budget = BUDGETS["recover_idle"]
     assert within(cost.commands_per_op, budget["commands"]), cost.by_command
     assert within(cost.round_trips_per_op, budget["round_trips"])
+
+
+def test_schedule_tick_cost(client: fastlock.Client) -> None:
+    """A scheduler in steady state at a 10 ms period: per tick a sleep and one
+    ``queue_schedule`` call (enqueue, move the due time, read the next)."""
+    queue = client.queue("budget-ticks")
+    queue.every(0.01, b"tick", name="often", catch_up="all")
+    rounds = iter(range(81))  # 40 times a sleep and a tick
+    cost = measure_cost(client, lambda: queue.run_schedules(stop=lambda: next(rounds) == 80), 1)
+    ticks = queue.stats().ready
+    budget = BUDGETS["schedule_tick"]
+    assert within(cost.commands_per_op / ticks, budget["commands"]), (ticks, cost.by_command)
+    assert within(cost.round_trips_per_op / ticks, budget["round_trips"]), (ticks, cost.round_trips_per_op)
+
+
+@pytest.mark.parametrize("path", ["replace", "extend"])
+def test_debounce_cost(client: fastlock.Client, path: str) -> None:
+    """A unique job waiting in the delayed set, enqueued again with ``on_duplicate=path``."""
+    queue = client.queue("budget")
+    first = queue.enqueue(b"job", unique="debounced", delay=60)
+    delays = iter(range(61, 10_000))  # each extend pushes the due time further back
+
+    def again() -> None:
+        assert queue.enqueue(b"job", unique="debounced", delay=next(delays), on_duplicate=path) == first
+
+    again()
+    cost = measure_cost(client, again, 20)
+    budget = BUDGETS[path]
+    assert within(cost.commands_per_op, budget["commands"]), cost.by_command
+    assert within(cost.round_trips_per_op, budget["round_trips"])
+
+
+def test_progress_cost(client: fastlock.Client) -> None:
+    queue = client.queue("budget")
+    queue.enqueue(b"job")
+    [job] = queue.claim()
+    queue.progress(job, {"done": 0})
+    cost = measure_cost(client, lambda: queue.progress(job, {"done": 1, "of": 2}), 20)
+    budget = BUDGETS["progress"]
+    assert within(cost.commands_per_op, budget["commands"]), cost.by_command
+    assert within(cost.round_trips_per_op, budget["round_trips"])
+
+
+def test_holds_and_cancel_running_costs(client: fastlock.Client) -> None:
+    """``holds`` (the heartbeat's extend of one lease) as before the cancel of running jobs,
+    and that cancel of one of a few running jobs."""
+    queue = client.queue("budget")
+    queue.enqueue_many([b"job"] * 22)
+    held = queue.claim(22)
+    assert queue.holds(held[0])
+    cost = measure_cost(client, lambda: queue.holds(held[0]), 20)
+    assert within(cost.commands_per_op, BUDGETS["holds"]["commands"]), cost.by_command
+    assert within(cost.round_trips_per_op, BUDGETS["holds"]["round_trips"])
+    running = iter(held[1:])
+    assert queue.cancel(next(running).id).done
+    cost = measure_cost(client, lambda: queue.cancel(next(running).id), 20)
+    budget = BUDGETS["cancel_active"]
+    assert within(cost.commands_per_op, budget["commands"]), cost.by_command
+    assert within(cost.round_trips_per_op, budget["round_trips"])

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 import fastlock
 from fastlock import _core_py
 from fastlock._impl import default_core
-from fastlock.queues.jobs import Batch, Job, Member, claimed, completed, extended, queue_stats
+from fastlock.queues.ids import due_ms
+from fastlock.queues.jobs import Batch, Job, Member, claimed, completed, enqueued, extended, queue_stats
 
 CORE = default_core()
 
@@ -141,6 +142,80 @@ def test_the_core_reads_the_common_claims_itself() -> None:
     assert CYTHON_CORE._claimed_jobs([1000, -1], Job, Batch) is None  # an empty claim: Python's  # type: ignore[union-attr]
 
 
+def _enqueued_in_python(reply: Any, job_id: str) -> Any:
+    try:
+        return enqueued(reply, job_id)
+    except Exception as exc:  # noqa: BLE001 - compared, not handled
+        return type(exc), str(exc)
+
+
+_ID = st.sampled_from(["~0ab", "order-7", "é", "", "\ud800"]) | st.text(max_size=4)
+
+
+@needs_cython
+@settings(max_examples=1000, deadline=None)
+@given(
+    reply=st.tuples(
+        st.sampled_from([1, 0, 2, True, 1.0, -1, b"1", None]),
+        _ID.map(lambda text: text.encode("utf-8", "surrogatepass")) | st.binary(max_size=4) | st.none(),
+    ).map(list)
+    | st.lists(st.integers(0, 2) | st.binary(max_size=3), max_size=3)
+    | st.none(),
+    job_id=_ID,
+)
+def test_the_core_reads_an_enqueue_reply_as_enqueued_does(reply: Any, job_id: str) -> None:
+    """``_core._enqueued`` (_coreparts/domain_jobs.pxi) gives the id the pure-Python
+    ``enqueued`` gives, or None for a reply it leaves to it."""
+    fast = CYTHON_CORE._enqueued(reply, job_id)  # type: ignore[union-attr]
+    assert fast is None or fast == _enqueued_in_python(reply, job_id)
+
+
+@needs_cython
+def test_the_core_reads_the_common_enqueue_replies_itself() -> None:
+    """A reply that added its (ASCII) job is read in C; any other is ``enqueued``'s."""
+    assert CYTHON_CORE._enqueued([1, b"~00ff"], "~00ff") == "~00ff"  # type: ignore[union-attr]
+    for reply, job_id in (([0, b"~00ff"], "~00ff"), ([1, b"~00fe"], "~00ff"), ([1, "é".encode()], "é")):
+        assert CYTHON_CORE._enqueued(reply, job_id) is None  # type: ignore[union-attr]
+
+
+_JOBS = [Job("a", b"p", 1, 1, b"1|1|||a"), Job("b", b"p", 1, 2, b"2|1|||b")]
+
+
+def _completed_in_python(reply: Any, claim: int) -> Any:
+    try:
+        return _fields(completed(reply, _JOBS, claim, _core_py))
+    except Exception as exc:  # noqa: BLE001 - compared, not handled
+        return type(exc), str(exc), getattr(exc, "jobs", None)
+
+
+@needs_cython
+@settings(max_examples=1000, deadline=None)
+@given(
+    reply=st.tuples(st.sampled_from([[], [1], [3], [0], ()]) | st.none(), _REPLY).map(list)
+    | st.lists(st.just([]) | _REPLY, max_size=3)
+    | st.none(),
+    claim=st.integers(1, 2),
+)
+def test_the_core_reads_a_complete_reply_as_completed_does(reply: Any, claim: int) -> None:
+    """``_core._completed_jobs`` (_coreparts/domain_jobs.pxi) gives the batch the pure-Python
+    ``completed`` gives for a complete that claimed (the queue shells ask it only then), or
+    None for a reply it leaves to it."""
+    fast = CYTHON_CORE._completed_jobs(reply, Job, Batch)  # type: ignore[union-attr]
+    assert fast is None or _fields(fast) == _completed_in_python(reply, claim)
+
+
+@needs_cython
+def test_the_core_reads_the_common_complete_replies_itself() -> None:
+    """A complete that lost no lease and claimed jobs is read in C; any other is ``completed``'s."""
+    claim: list[Any] = [1000, -1]
+    for member in MEMBERS:
+        claim += [member.encode(), b"p"]
+    fast = CYTHON_CORE._completed_jobs([[], claim], Job, Batch)  # type: ignore[union-attr]
+    assert fast is not None and _fields(fast) == _completed_in_python([[], claim], 1)
+    for left in ([[1], []], [[], []], [[], [1000, -1]], [[], claim, 1], ([], claim)):
+        assert CYTHON_CORE._completed_jobs(left, Job, Batch) is None  # type: ignore[union-attr]
+
+
 @needs_cython
 @settings(max_examples=500, deadline=None)
 @given(
@@ -160,3 +235,33 @@ def test_the_core_writes_fresh_ids_as_the_python_twin_does(head: str, numbers: l
             return type(exc), str(exc)
 
     assert outcome(CYTHON_CORE._numbered) == outcome(_core_py._numbered)  # type: ignore[union-attr]
+
+
+@needs_cython
+@settings(max_examples=500, deadline=None)
+@given(
+    prefix=st.text(max_size=4) | st.sampled_from(["0123456789abcdef-", "x" * 141]),
+    numbers=st.lists(st.integers(0, 2**70) | st.integers(-5, -1) | st.just(1.5), max_size=4),
+    now=st.floats(-10, 4e9, allow_nan=False) | st.sampled_from([1796528280.781, 0.0]),
+    delay_ms=st.integers(0, 366 * 86_400_000),
+)
+def test_the_core_writes_due_fresh_ids_as_the_python_twin_does(
+    prefix: str, numbers: list[Any], now: float, delay_ms: int
+) -> None:
+    """``_core._fresh`` and ``_fresh_id`` (the due time then the numbered id) give their pure
+    twins' ids, or their errors; ``due_ms`` reads the due time back."""
+    from fastlock import _core_py
+
+    def outcome(write: Any, *args: Any) -> Any:
+        try:
+            return write(prefix, iter(numbers), *args)
+        except Exception as exc:  # noqa: BLE001 - compared
+            return type(exc), str(exc)
+
+    for args in ((len(numbers), now, delay_ms), (now, delay_ms)):
+        write = CYTHON_CORE._fresh if len(args) == 3 else CYTHON_CORE._fresh_id  # type: ignore[union-attr]
+        twin = _core_py._fresh if len(args) == 3 else _core_py._fresh_id
+        found = outcome(write, *args)
+        assert found == outcome(twin, *args)
+        if isinstance(found, str) and "." not in prefix:
+            assert due_ms(found) == (int(now * 1000) if now > 0 else 0) + delay_ms

@@ -143,13 +143,14 @@ def test_cancel_removes_waiting_jobs_and_their_unique_locks(queue: Queue) -> Non
     assert queue.cancel("d") == Cancelled(False, "missing")
 
 
-def test_cancel_refuses_active_and_dead_jobs(queue: Queue) -> None:
+def test_cancel_refuses_dead_jobs_and_ends_active_ones(queue: Queue) -> None:
     queue.enqueue_many([b"a", b"b"])
     first, second = queue.claim(2)
-    assert queue.cancel(first.id) == Cancelled(False, "active")
     queue.fail(second, "x")
     assert queue.cancel(second.id) == Cancelled(False, "dead")
-    assert queue.complete(first) == []  # the worker still owns it
+    assert queue.cancel(first.id) == Cancelled(True, "active")  # tests/queues/test_queue_cancel_running.py
+    with pytest.raises(fastlock.LeaseLost):
+        queue.complete(first)
     assert queue.stats() == QueueStats(0, 0, 0, 1)
 
 
@@ -213,6 +214,7 @@ def test_every_queue_script_stays_in_one_slot(server: Any, redis_url: str, prefi
             queue.enqueue_many([b"3", b"4"], priority=1)
             batch = queue.claim(2)
             queue.extend(batch)
+            queue.progress(batch[0], {"done": 1})
             queue.complete(batch[0])
             queue.fail(batch[1], "x")
             queue.recover()
@@ -227,6 +229,16 @@ def test_every_queue_script_stays_in_one_slot(server: Any, redis_url: str, prefi
             queue.unique_lock("0" * 64)
             queue.purge_dead()
             queue.stats()
+            queue.pause()
+            queue.claim(2)  # paused: the marker put back
+            queue.resume()
+            rated = client.queue("slots", prefix=prefix, rate=(1000, 1.0))  # the rate key: an 11th
+            rated.enqueue_many([b"5", b"6"])
+            rated.complete(rated.claim(1), claim=1)
+            queue.every(0.01, b"tick", name="often", catch_up="all")  # the schedule keys: 4 more
+            queue.schedules()
+            queue.run_schedules(stop=iter([False, False, True]).__next__)  # a sleep, a tick
+            queue.unschedule("often")
         scripts = scripts_in_one_slot(client, recorded[0])
         assert {"queue_peek", "queue_job", "queue_cancel"} <= scripts
         assert scripts == {path.stem for path in LUA.glob("queue_*.lua")}

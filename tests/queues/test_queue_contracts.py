@@ -146,6 +146,14 @@ def test_every_method_checks_its_arguments_before_sending(queue: Queue) -> None:
         lambda: queue.enqueue(b"x", priority=True),
         lambda: queue.enqueue(b"x", priority=-1),
         lambda: queue.enqueue(b"x", unique=3),  # type: ignore[arg-type]
+        lambda: queue.enqueue(b"x", unique="u", on_duplicate="overwrite"),
+        lambda: queue.enqueue(b"x", unique="u", on_duplicate=3),  # type: ignore[arg-type]
+        lambda: queue.enqueue(b"x", on_duplicate="replace"),  # no unique lock to match
+        lambda: queue.enqueue(b"x", unique="u", on_duplicate="extend"),  # no delay to push back
+        lambda: queue.progress(job, "x" * 5000),
+        lambda: queue.progress(job, float("inf")),
+        lambda: queue.progress(job, object()),
+        lambda: queue.progress("x", 1),  # type: ignore[arg-type]
         lambda: queue.enqueue_many([b"ok"] * (MAX_BATCH + 5) + [None]),  # type: ignore[list-item]
         lambda: queue.enqueue_many(b"not a list of payloads"),
         lambda: queue.enqueue_many([b"x"], priority="1"),  # type: ignore[arg-type]
@@ -210,6 +218,7 @@ HOSTILE = {
     "queue_extend": ["return {}", "return {1, 0}", "return {1, 9}"],
     "queue_recover": ["return {1}", "return 'OK'", "return {'a', 0, 0}"],
     "queue_dead": ["return {1, 2, 3}", "return 'OK'", "return {'id', 'x', 'p', 'e'}"],
+    "queue_progress": ["return 2", "return 'OK'", "return {1}"],
 }
 
 
@@ -224,6 +233,7 @@ def _run(queue: Queue, script: str) -> object:
         "queue_extend": lambda: queue.extend([job]),
         "queue_recover": lambda: queue.recover(),
         "queue_dead": lambda: (queue.dead(), queue.requeue_dead()),
+        "queue_progress": lambda: queue.progress(job, 1),
     }
     return calls[script]()
 

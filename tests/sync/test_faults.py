@@ -49,7 +49,18 @@ def test_timeout_after_send_is_raised_and_never_resent(
     time.sleep(0.8)
     assert counter(redis_url, impl) == b"1"  # executed once by the server, never resent
     proxy.set_reply_delay(0)
-    assert client.execute("INCR", "n") == 2
+    assert _read_again(client) == b"1"  # the client works again, on a new connection
+
+
+def _read_again(client: fastlock.Client) -> Any:
+    """``GET n`` on ``client``, tried again on a timeout (idempotent): its 0.2 s socket timeout
+    is tight for the proxy thread of a loaded machine."""
+    for _ in range(4):
+        try:
+            return client.execute("GET", "n")
+        except fastlock.TimeoutError:
+            continue
+    return client.execute("GET", "n")
 
 
 def test_reply_lost_after_execution(proxy: TcpProxy, redis_url: str, impl: str) -> None:

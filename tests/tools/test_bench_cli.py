@@ -5,7 +5,10 @@ table says why the instructions were not measured."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -37,3 +40,23 @@ def test_every_workload_is_reported_against_its_floor_and_in_instructions(tmp_pa
         assert "client instructions/op not measured" not in run.stdout
     else:
         assert f"client instructions/op not measured: {missing}" in run.stdout
+
+
+def test_the_asyncio_table_has_every_workload_on_both_loops() -> None:
+    """``bench --asyncio``: a row per asyncio workload (fastlock's with its ratio to
+    redis.asyncio or to redis-benchmark -c 1 -P 64) on the default loop, and on uvloop when
+    installed."""
+    from fastlock.tools.aio_workloads import ALL as AIO
+
+    command = [sys.executable, "-m", "fastlock", "bench", "--asyncio", "--scale", "0.02", "--rounds", "1"]
+    run = subprocess.run([*command, "--no-instructions"], capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    loops = ["asyncio"] + (["uvloop"] if importlib.util.find_spec("uvloop") else [])
+    for loop in loops:
+        assert f"fastlock.aio on the {loop} loop" in run.stdout
+        for workload in AIO:
+            row = next(line for line in run.stdout.splitlines() if f"aio ({loop}): {workload.name} |" in line)
+            if workload.versus is not None and (
+                "redis.asyncio" in workload.versus or shutil.which("redis-benchmark")
+            ):
+                assert re.search(r"\| [0-9.]+x \|", row), row

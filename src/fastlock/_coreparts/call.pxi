@@ -74,9 +74,9 @@ cdef class ScriptCaller:
 
     ``call`` is the fast path; ``call_script`` runs a script object whose ``args`` have the
     meta values already (a call sent again elsewhere); ``use`` swaps the registry and the
-    settings (a client sharing another's). The pool's own methods do the rare parts: opening
-    or waiting (the pool is empty), the health check of an idle connection, closing a broken
-    or pre-fork connection.
+    settings (a client sharing another's); ``observe`` reports each call to a tracer. The
+    pool's own methods do the rare parts: opening or waiting (the pool is empty), the health
+    check of an idle connection, closing a broken or pre-fork connection.
     """
 
     def __init__(self, pool, scripts, settings, with_meta, failed, record, Py_ssize_t fold_at):
@@ -90,6 +90,11 @@ cdef class ScriptCaller:
     def use(self, scripts, settings):
         """Run the scripts of ``scripts`` with ``settings`` from now on."""
         self._scripts = _Scripts(scripts, settings, self._scripts.with_meta)
+
+    def observe(self, gate, key, on_call):
+        """From now on, after each call that succeeded, ``on_call(name, seconds)`` while
+        ``gate().get(key)`` is not ``None`` (``gate`` ``None``: never; a tracer's observer)."""
+        self._gate, self._gate_key, self._on_call = gate, key, on_call
 
     def call(self, name, keys=(), args=(), *, busy_timeout=None):
         """Run script ``name`` with ``keys`` and ``args`` (see ``Client.call``)."""
@@ -133,6 +138,8 @@ cdef class ScriptCaller:
             self._record(entry.script, settings, seconds)
         else:
             durations.append(seconds)
+        if self._gate is not None and self._gate().get(self._gate_key) is not None:
+            self._on_call(entry.name, seconds)
         return result
 
 

@@ -74,10 +74,20 @@ class ScriptCaller:
         self._failed = failed
         self._record = record
         self._fold_at = fold_at
+        self._gate: Callable[[], Any] | None = None
+        self._gate_key = ""
+        self._on_call: Callable[[str, float], None] | None = None
 
     def use(self, scripts: Any, settings: Any) -> None:
         """Run the scripts of ``scripts`` with ``settings`` from now on."""
         self._scripts = _Scripts(scripts, settings, self._scripts.with_meta)
+
+    def observe(
+        self, gate: Callable[[], Any] | None, key: str, on_call: Callable[[str, float], None] | None
+    ) -> None:
+        """From now on, after each call that succeeded, ``on_call(name, seconds)`` while
+        ``gate().get(key)`` is not ``None`` (``gate`` ``None``: never; a tracer's observer)."""
+        self._gate, self._gate_key, self._on_call = gate, key, on_call
 
     def call(self, name: str, keys: Any = (), args: Any = (), *, busy_timeout: float | None = None) -> Any:
         """Run script ``name`` with ``keys`` and ``args`` (see ``Client.call``)."""
@@ -121,6 +131,8 @@ class ScriptCaller:
             self._record(entry.script, settings, seconds)
         else:
             durations.append(seconds)
+        if self._gate is not None and self._gate().get(self._gate_key) is not None:
+            self._on_call(entry.script.name, seconds)  # type: ignore[misc]  # (set with the gate)
         return result
 
 

@@ -179,6 +179,11 @@ cdef int put_canon(Buf* b, object value, int depth) except -1:
 
 def _canonical_json(name, queue, args):
     """``[name, queue, args]`` as canonical JSON in UTF-8, or ``None`` to leave it to json."""
+    return canonical_json(name, queue, args)
+
+
+cdef object canonical_json(name, queue, args):
+    """``_canonical_json``'s bytes, or ``None``."""
     cdef Buf b
     buf_init(&b, 256)
     try:
@@ -208,6 +213,11 @@ cdef inline int hex_value(unsigned char c) noexcept:
 
 def _is_digest(value):
     """Whether ``value`` is a str of 8 to 128 lowercase hex digits (``digest.check_digest``'s test)."""
+    return is_digest(value)
+
+
+cdef bint is_digest(value) noexcept:
+    """``_is_digest``'s answer."""
     cdef Py_ssize_t i, n
     cdef const char* data
     if type(value) is not str or not PyUnicode_IS_COMPACT_ASCII(value):

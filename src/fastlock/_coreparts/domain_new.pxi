@@ -8,7 +8,20 @@
 # ttl for a type whose spec requires one), a job id not a non-empty exact str, a conflict
 # strategy (or a type whose spec forces one: not in the specs handed over). ``_lock_spec``
 # hands it the lock vocabulary once (``locks/base.py``, at import). Sans I/O.
+#
+# ``_manager_lock(manager, method, plain, constructor)`` is a manager's ``lock`` (``method``:
+# its class's ``LockManager.lock`` or ``AsyncLockManager.lock``) as a function of the same
+# keywords, read by its own argument parsing (a Python method's keyword-only parameters cost a
+# kwdefaults lookup each per call, its ``**more`` a dict). A common call is answered here
+# without a Python frame: no keyword beyond the common ones, an exact str ``queue`` or none, and
+# a valid digest given (with an exact str name or none) or an exact str name whose canonical
+# JSON this core writes (``_canonical_json``), hashed by ``constructor`` (the manager's
+# digester's hashlib constructor; ``None`` for a hash function): the digest
+# ``Namespace.lock_digest`` gives, then ``_lock_new``'s ``plain`` lock. Any other call is
+# ``method``'s (``renew``, an unknown keyword, another name or digest, json's values). Its twin
+# ``domain_py._manager_lock`` is ``None``: the method itself.
 
+from cpython.object cimport PyObject_Call
 from libc.math cimport round as c_round
 
 cdef extern from "Python.h":
@@ -62,6 +75,48 @@ cdef double py_round(double x):
 def _lock_new(type cls, manager, digest, name, kind, ttl, timeout, limit, job_id, on_conflict):
     """``cls(manager, digest, name, type=kind, ttl=ttl, ...)``, the common options' slots set
     in C (see above)."""
+    return lock_new(cls, manager, digest, name, kind, ttl, timeout, limit, job_id, on_conflict)
+
+
+def _manager_lock(manager, method, type plain, constructor):
+    """``manager.lock``, its keywords read in C (see above): the function to bind as the
+    manager's ``lock``."""
+    defaults = method.__kwdefaults__
+    default_type, ttl_required = defaults["type"], defaults["ttl"]
+
+    def lock(name=None, *, digest=None, queue=None, args=None, type=default_type, ttl=ttl_required,
+             timeout=0.0, limit=1, job_id=None, on_conflict=None, **more):
+        """A lock on ``digest``, or on the digest of (``name``, ``queue``, ``args``): the
+        manager's ``lock`` (see there), its keywords read in C."""
+        if not more:
+            found = lock_digest(name, digest, queue, args, constructor)
+            if found is not None:
+                return lock_new(plain, manager, found, name, type, ttl, timeout, limit, job_id, on_conflict)
+        given = {"digest": digest, "queue": queue, "args": args, "type": type, "ttl": ttl,
+                 "timeout": timeout, "limit": limit, "job_id": job_id, "on_conflict": on_conflict}
+        given.update(more)
+        # PyObject_Call, not a Cython call with keywords: that would pass a dict to the core's
+        # fast-call helper, and gcc would then drop the helper's copy specialised for calls
+        # without one (every other call of the core: client.call measured 14 instructions more)
+        return PyObject_Call(method, (manager, name), given)
+
+    return lock
+
+
+cdef object lock_digest(name, digest, queue, args, constructor):
+    """The digest of a common call (see above), or ``None``."""
+    if queue is not None and type(queue) is not str:
+        return None
+    if digest is not None:
+        return digest if (name is None or type(name) is str) and is_digest(digest) else None
+    if type(name) is not str or constructor is None:
+        return None
+    data = canonical_json(name, queue, args)
+    return None if data is None else constructor(data).hexdigest()
+
+
+cdef object lock_new(type cls, manager, digest, name, kind, ttl, timeout, limit, job_id, on_conflict):
+    """``_lock_new``'s lock."""
     cdef long long whole
     cdef double seconds
     cdef int overflow = 0

@@ -2,26 +2,33 @@
 faster path, the twin leaves the work to the domain module's own code (``None``), or is it.
 
 ``_lock_new`` builds a lock by the class call, ``_digest_bucket``, ``_is_digest`` and
-``_numbered`` compute what their Cython twins do; ``_canonical_json``, ``_lock_scope`` and
-``_claimed_jobs`` answer ``None`` (the json encoder of ``digest.py``, ``KeySpace.scope`` and
-``queues.jobs.claimed`` do the work), ``_lock_spec`` needs no vocabulary.
+``_numbered`` compute what their Cython twins do; ``_canonical_json``, ``_lock_scope``,
+``_claimed_jobs``, ``_completed_jobs`` and ``_enqueued`` answer ``None`` (the json encoder of
+``digest.py``, ``KeySpace.scope`` and ``queues.jobs``' ``claimed``, ``completed`` and
+``enqueued`` do the work), and so does ``_manager_lock`` (the managers' ``lock`` method reads
+its own keywords); ``_lock_spec`` needs no vocabulary.
 """
 
 from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 __all__ = [
     "_canonical_json",
     "_claimed_jobs",
+    "_completed_jobs",
     "_digest_bucket",
+    "_enqueued",
     "_is_digest",
     "_lock_new",
     "_lock_scope",
     "_lock_spec",
+    "_manager_lock",
+    "_fresh",
+    "_fresh_id",
     "_numbered",
 ]
 
@@ -86,11 +93,45 @@ def _lock_new(
     )
 
 
+def _manager_lock(
+    manager: Any, method: Callable[..., Any], plain: type[Any], constructor: Callable[[bytes], Any] | None
+) -> Callable[..., Any] | None:
+    """``None``: the managers' ``lock`` method reads its keywords itself."""
+    return None
+
+
 def _claimed_jobs(reply: Any, job_type: type[Any], batch_type: type[T]) -> T | None:
     """``None``: :func:`fastlock.queues.jobs.claimed` reads every claim reply."""
+    return None
+
+
+def _enqueued(reply: Any, job_id: str) -> str | None:
+    """``None``: :func:`fastlock.queues.jobs.enqueued` reads every enqueue reply."""
+    return None
+
+
+def _completed_jobs(reply: Any, job_type: type[Any], batch_type: type[T]) -> T | None:
+    """``None``: :func:`fastlock.queues.jobs.completed` reads every complete reply."""
     return None
 
 
 def _numbered(head: str, numbers: Iterator[int], n: int) -> list[str]:
     """``n`` ids: ``head`` then each of the next ``n`` numbers of ``numbers`` in lowercase hex."""
     return [f"{head}{number:x}" for number in itertools.islice(numbers, n)]
+
+
+def _fresh(prefix: str, numbers: Iterator[int], n: int, now: float, delay_ms: int) -> list[str]:
+    """``n`` fresh job ids due ``delay_ms`` after ``now`` (seconds since the epoch): ``~``, the
+    due time in ms in lowercase hex, ``.``, then :func:`_numbered`'s ids after ``prefix``
+    (:mod:`fastlock.queues.ids`)."""
+    return _numbered(f"~{_due(now, delay_ms):x}.{prefix}", numbers, n)
+
+
+def _fresh_id(prefix: str, numbers: Iterator[int], now: float, delay_ms: int) -> str:
+    """One fresh job id (:func:`_fresh`'s), of the next number of ``numbers``."""
+    return f"~{_due(now, delay_ms):x}.{prefix}{next(numbers):x}"
+
+
+def _due(now: float, delay_ms: int) -> int:
+    ms = now * 1000
+    return int(ms) + delay_ms if ms > 0 else delay_ms

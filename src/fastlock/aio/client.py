@@ -19,17 +19,20 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from contextlib import AbstractAsyncContextManager
 from time import monotonic
-from typing import TYPE_CHECKING, Any, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
+from .. import metrics
 from ..exceptions import ConnectionError, FastlockError, ResponseError, TimeoutError
-from ..operations import AsyncRunner, Operation
+from ..operations import AsyncRunner, Operation, T
 from ..params import DEFAULT_URL, blocking_wait
 from ..protocol.commands import refuse_connection_state, refuse_each
-from ..scripts.calling import meta_values, read_server_version, record_call, record_failure, recover
-from ..scripts.clients import ClientOptions, ClientShell, closed_on_error
+from ..scripts import calling
+from ..scripts.calling import call_recorder, meta_values, read_server_version, recover
+from ..scripts.clients import ClientOptions, ClientShell
+from ..scripts.registry import Script, ScriptStats
 from .access import AsyncLockQueueAccess
 from .connection import Connection, open_connection
 from .drive import drive
@@ -37,56 +40,74 @@ from .notify import Listener
 from .pipeline import BoundScript, Pipeline
 from .pool import Pool
 
-__all__ = ["AsyncLockQueueAccess", "Client"]
+__all__ = ["AsyncClientOptions", "AsyncLockQueueAccess", "Client"]
 
-T = TypeVar("T")
+Seconds = float | None
+
+_RECORD = (calling.record_call, ScriptStats.FOLD_AT)
+"""How a call that succeeded is recorded (in the core, as the sync client's)."""
+
+
+class AsyncClientOptions(ClientOptions, total=False):
+    """The options of :class:`Client`: the shared ones, and its pool's ``max_connections``
+    (default 4) and ``max_in_flight`` (default 1024)."""
+
+    max_in_flight: int
 
 
 class Client(ClientShell[BoundScript, Pool], AsyncLockQueueAccess, AbstractAsyncContextManager["Client"]):
     """An asyncio Redis/Valkey client with automatic pipelining.
 
-    ``url`` and the keyword ``options`` (:class:`~fastlock.scripts.clients.ClientOptions`:
-    ``impl``, ``pool_timeout``, the script settings, connection parameters) are those of
-    :class:`fastlock.Client`; :attr:`script_settings` holds the script-call policy.
-    ``max_connections`` bounds the multiplexed connections (and, apart, the dedicated ones
-    lent to blocking commands); ``max_in_flight`` the commands awaiting replies on one
-    multiplexed connection before another is opened or callers wait (at most
-    ``pool_timeout`` seconds). Connections open on first use, on the running loop; use the
-    client from that loop only. Close it with ``await client.close()`` or ``async with``.
+    ``url`` and the keyword ``options`` (:class:`AsyncClientOptions`: ``impl``,
+    ``pool_timeout``, the script settings and connection parameters are those of
+    :class:`fastlock.Client`) configure it; :attr:`script_settings` holds the script-call
+    policy. ``max_connections`` (default 4) bounds the multiplexed connections (and, apart,
+    the dedicated ones lent to blocking commands); ``max_in_flight`` (default 1024) the
+    commands awaiting replies on one multiplexed connection before another is opened or
+    callers wait (at most ``pool_timeout`` seconds). Connections open on first use, on the
+    running loop; use the client from that loop only. Close it with ``await client.close()``
+    or ``async with``.
     """
 
     kind = "fastlock.aio.Client"
     bound = BoundScript
+    pool_options = (("max_connections", "max_connections"), ("max_in_flight", "max_in_flight"))
 
-    def __init__(
-        self,
-        url: str = DEFAULT_URL,
-        *,
-        max_connections: int = 4,
-        max_in_flight: int = 1024,
-        **options: Unpack[ClientOptions],
-    ) -> None:
-        self.scripts, self.script_settings, chosen = self._configure(url, options)
+    def __init__(self, url: str = DEFAULT_URL, **options: Unpack[AsyncClientOptions]) -> None:
+        self.scripts, self.script_settings, sizes = self._configure(url, options)
         self._loaded = self.scripts.loaded
         self._encode_command = self._core.encode_command
         self._encode_evalsha = self._core.encode_evalsha
         self._timeout = self.params.socket_timeout
-        self._warm_up = chosen["warm_up"]
+        self._record_call = call_recorder(metrics.observer)  # a tracer installed before: every call
         self._listener: Listener | None = None
-        self._pool = Pool(
-            self._open,
-            max_connections=max_connections,
-            max_in_flight=max_in_flight,
-            timeout=chosen["pool_timeout"],
+        self._pool = Pool(self._open, **sizes)
+        handlers = (
+            self._meta_args,
+            self._call_slow,
+            self._call_failed,
+            *_RECORD,
+            self._timeout,
+            *self._commands(),
         )
+        mux = self._core.MuxCaller(self._pool, self.scripts, self.script_settings, *handlers)
+        self._caller = self._observed(mux)
+        if type(self).call is Client.call:  # no Python frame of its own: the core's call itself
+            vars(self)["call"] = self._caller.call
+        if type(self).execute is Client.execute:
+            vars(self)["execute"] = self._caller.execute
+
+    def _commands(self) -> tuple[Any, ...]:
+        """What the core's ``MuxCaller.execute`` is given: the refusal of commands changing a
+        shared connection's state, and its rest in Python (:meth:`_execute_again`)."""
+        return refuse_connection_state, self._execute_again
+
+    def _meta_args(self, script: Script, args: Sequence[Any]) -> list[Any]:
+        """``args`` and the values of ``script``'s ``#meta`` fields (the server version known)."""
+        return [*args, *meta_values(script, self.script_settings)]
 
     async def _open(self) -> Connection:
-        conn = await open_connection(self.params, self._core)
-        if self._warm_up:
-            commands, check = self._warm_up_load()
-            with closed_on_error(conn):
-                check(await conn.send(self._core.encode_pipeline(commands), len(commands)))
-        return conn
+        return await open_connection(self.params, self._core, self._first_load())
 
     @property
     def listener(self) -> Listener:
@@ -94,7 +115,7 @@ class Client(ClientShell[BoundScript, Pool], AsyncLockQueueAccess, AbstractAsync
         opened on the first wait; :mod:`fastlock.aio.notify`)."""
         listener = self._listener
         if listener is None:
-            listener = self._listener = Listener(self.params, self._core)
+            listener = self._listener = Listener(self.params, self._core, self)
         return listener
 
     async def _request(self, payload: bytes, count: int, timeout: float | None) -> Any:
@@ -125,15 +146,28 @@ class Client(ClientShell[BoundScript, Pool], AsyncLockQueueAccess, AbstractAsync
                 f"no connection to {self.params.address} had room in time (before it was sent)", sent=False
             ) from None
 
-    async def execute(self, *args: Any, timeout: float | None = None) -> Any:
+    def execute(self, *args: Any, timeout: float | None = None) -> Coroutine[Any, Any, Any]:
         """Run one command, e.g. ``await client.execute("SET", "k", 1)``; error replies raise.
 
         ``timeout`` (seconds) overrides the client's ``socket_timeout`` for this call.
         Commands that would change a shared connection's state (``MULTI``, ``SUBSCRIBE``,
-        ``SELECT``, ...) raise :class:`~fastlock.ArgumentError`, unsent.
+        ``SELECT``, ...) raise :class:`~fastlock.ArgumentError`, unsent. (Bound to the core's
+        ``MuxCaller.execute`` itself, unless a subclass overrides it.)
         """
-        refuse_connection_state(args)
-        reply = await self._request(self._encode_command(*args), 0, timeout)
+        return self._caller.execute(*args, timeout=timeout)
+
+    async def _execute_again(self, args: tuple[Any, ...], within: Seconds, lost: bool) -> Any:
+        """The rest of :meth:`execute` in Python, from the core's ``MuxCaller``: no connection
+        had room (``lost`` false: sent as any request, on another connection once more if lost
+        unwritten), or the command was lost before it was written (``lost``: once more, on
+        another connection)."""
+        payload = self._encode_command(*args)
+        if not lost:
+            reply = await self._request(payload, 0, within)
+        else:
+            within = self._timeout if within is None else within
+            conn = await self._acquire(within)
+            reply = await conn.send(payload, 0, within)
         if isinstance(reply, ResponseError):
             raise reply
         return reply
@@ -199,7 +233,7 @@ class Client(ClientShell[BoundScript, Pool], AsyncLockQueueAccess, AbstractAsync
         """Run a multi-step :data:`~fastlock.operations.Operation` with awaited calls."""
         return await drive(self, operation)
 
-    async def call(
+    def call(
         self,
         name: str,
         keys: Sequence[Any] = (),
@@ -207,43 +241,61 @@ class Client(ClientShell[BoundScript, Pool], AsyncLockQueueAccess, AbstractAsync
         *,
         busy_timeout: float | None = None,
         timeout: float | None = None,
-    ) -> Any:
-        """Run script ``name`` with ``keys`` and ``args`` and return its reply.
+    ) -> Coroutine[Any, Any, Any]:
+        """Run script ``name`` with ``keys`` and ``args`` and return its reply (a coroutine:
+        nothing is sent before it is awaited).
 
         ``busy_timeout`` overrides the client's for this call, ``timeout`` its
         ``socket_timeout``. Raises a :class:`~fastlock.LuaError` when the script fails,
         :class:`~fastlock.ScriptBusyError` when the server stays busy,
-        :class:`~fastlock.ScriptNotFoundError` for an unknown name.
+        :class:`~fastlock.ScriptNotFoundError` for an unknown name. (Bound to the core's
+        ``MuxCaller.call`` itself, unless a subclass overrides it.)
         """
+        return self._caller.call(name, keys, args, busy_timeout=busy_timeout, timeout=timeout)
+
+    async def _call_slow(self, name: str, keys: Any, args: Any, busy: Seconds, within: Seconds) -> Any:
+        """The whole call in Python, for what the core's ``MuxCaller`` hands over before sending:
+        the server version to read first (a script's ``#meta``), no connection with room."""
         try:
             script = self._loaded[name]
         except KeyError:
             script = self.scripts.get(name)
-        settings = self.script_settings
         if script.meta:
-            if settings.server_version is None and "server_version" in script.meta:
-                await self.run(read_server_version(settings))
-            args = [*args, *meta_values(script, settings)]
+            if self.script_settings.server_version is None and "server_version" in script.meta:
+                await self.run(read_server_version(self.script_settings))
+            args = [*args, *meta_values(script, self.script_settings)]
         start = monotonic()
         try:
-            payload = self._encode_evalsha(script.sha, keys, args)
-            conn = self._pool.pick()  # the hot path of _request, inlined: one frame less per call
-            if conn is None:
-                reply = await self._request(payload, 0, timeout)
-            else:
-                try:
-                    reply = await conn.send(payload, 0, self._timeout if timeout is None else timeout)
-                except ConnectionError as exc:
-                    if exc.sent or isinstance(exc, TimeoutError):
-                        raise
-                    reply = await self._request(payload, 0, timeout)
-            if isinstance(reply, ResponseError):
-                reply = await drive(self, recover(script, keys, args, reply, start, settings, busy_timeout))
-        except BaseException as failure:
-            record_failure(script, settings, monotonic() - start, failure)
+            reply = await self._request(self._encode_evalsha(script.sha, keys, args), 0, within)
+        except BaseException as exc:
+            calling.record_failure(script, self.script_settings, monotonic() - start, exc)
             raise
-        record_call(script, settings, monotonic() - start)
-        return reply
+        return await self._call_failed(reply, script, keys, args, start, busy, within)
+
+    async def _call_failed(
+        self, outcome: Any, script: Script, keys: Any, args: Any, start: float, busy: Seconds, within: Seconds
+    ) -> Any:
+        """The rest of a call whose EVALSHA (``args`` with the meta values) got ``outcome``:
+        a reply (an error reply goes to the recovery operation), or an exception (a request
+        lost before it was written is sent once more, on another connection; any other is
+        raised). The call's duration or failure is recorded here."""
+        policy = self.script_settings
+        try:
+            if isinstance(outcome, BaseException) and not isinstance(outcome, ResponseError):
+                if (
+                    not isinstance(outcome, ConnectionError)
+                    or outcome.sent
+                    or isinstance(outcome, TimeoutError)
+                ):
+                    raise outcome
+                outcome = await self._request(self._encode_evalsha(script.sha, keys, args), 0, within)
+            if isinstance(outcome, ResponseError):
+                outcome = await drive(self, recover(script, keys, args, outcome, start, policy, busy))
+        except BaseException as exc:
+            calling.record_failure(script, policy, monotonic() - start, exc)
+            raise
+        self._record_call(script, policy, monotonic() - start)
+        return outcome
 
     async def server_version(self) -> str:
         """:attr:`fastlock.Client.server_version`, awaited."""

@@ -13,6 +13,7 @@ from ..operations import (
     Call,
     Command,
     Commands,
+    Listen,
     Notice,
     Operation,
     Sleep,
@@ -43,8 +44,9 @@ async def _perform(runner: AsyncRunner, step: Step) -> object:
         await asyncio.sleep(step.seconds)
         return None
     if type(step) is Notice:
-        await step.signal.wait(step.timeout)
-        return None
+        return await step.signal.wait(step.timeout)
+    if type(step) is Listen:
+        return await step.listener.listen(step.channel, step.job)
     raise ArgumentTypeError(f"an operation yielded {step!r}, not a step")
 
 

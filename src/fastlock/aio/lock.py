@@ -7,9 +7,11 @@ generator. (The source of both shells: ``aio/lock.py``, see ``docs/architecture.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
+from .. import metrics
 from ..exceptions import ConnectionError, LockConflictError, LockNotOwnedError
 from ..locks.base import LockBase, lost_before_release
 from ..locks.conflict import AsyncConflict, Conflict
@@ -36,12 +38,15 @@ if True:  # ASYNC
     _HELD_KEPT = 1024  # default holders an AsyncLock remembers (for refusing another task's release)
     _task_tags: weakref.WeakKeyDictionary[asyncio.Task[Any], str] = weakref.WeakKeyDictionary()
 
+    def _current_task() -> asyncio.Task[Any] | None:
+        try:
+            return asyncio.current_task()
+        except RuntimeError:  # no running loop: a coroutine made before asyncio.run(...)
+            return None
+
     def _task_tag() -> str:
         """The calling task's own tag (the thread's outside a task, or outside a running loop)."""
-        try:
-            task = asyncio.current_task()
-        except RuntimeError:  # no running loop: a coroutine made before asyncio.run(...)
-            task = None
+        task = _current_task()
         if task is None:
             return _ids.local.tag
         tag = _task_tags.get(task)
@@ -254,44 +259,35 @@ class AsyncLock(LockBase[AsyncRunner]):
             if steps.runtime:
                 await self._release(self._runtime, job_id)
         if steps.release_after and await self._release(self._queue, job_id) is None:
-            lost_before_release(job_id, self.digest)
+            lost_before_release(job_id, self.digest, self.type)
         return result
 
     # --- internals --------------------------------------------------------------------
 
-    if True:  # ASYNC: the acquire (or wait) operation
-
-        async def _take(self, scope: Scope, job_id: str, wait: float, handoff: bool = False) -> Any:
-            """The fencing token, or the last conflict reply: the acquire (or wait) operation; a
-            wait is woken through the client's listener (if it has one), entered first."""
+    async def _take(self, scope: Scope, job_id: str, wait: float, handoff: bool = False) -> Any:
+        """The fencing token, or the last conflict reply ``[ms to expiry, holders...]``: one
+        direct call, re-sent once if its reply was lost; with ``wait`` > 0 the wait operation,
+        woken through the client's listener (if it has one), entered only after a first
+        conflict."""
+        if wait > 0:
+            started = time.monotonic()
             runner = self.manager.runner
-            if wait <= 0:
-                return await runner.run(self._attempt(scope, job_id, handoff))
             listener = getattr(runner, "listener", None)
-            if listener is None:
-                return await runner.run(self._waiting(scope, job_id, wait, handoff))
-            channel = scope.wake.encode()
-            signal = await listener.listen(channel)
-            try:
-                return await runner.run(self._waiting(scope, job_id, wait, handoff, signal))
-            finally:
-                listener.leave(channel, signal)
-
-    else:  # one direct call: the hot path makes no generator
-
-        def _take(self, scope: Scope, job_id: str, wait: float, handoff: bool = False) -> Any:
-            """The fencing token, or the last conflict reply ``[ms to expiry, holders...]``: one
-            direct call, re-sent once if its reply was lost; with ``wait`` > 0 the wait operation."""
-            if wait > 0:
-                return self.manager.runner.run(self._waiting(scope, job_id, wait, handoff))
-            name, keys, args = self._acquire_call(scope, job_id, self._flags, handoff)
-            try:
-                reply = self._call(name, keys, args)
-            except ConnectionError as lost:
-                reply = self.manager.runner.run(resend(lost, Call(name, keys, args)))
-            if type(reply) is int and reply > 0:  # taken: the common reply, checked without a call
-                return reply
-            return acquire_reply(name, reply)
+            reply = await runner.run(self._waiting(scope, job_id, wait, handoff, listener))
+            self._report(reply, started)
+            return reply
+        name, keys, args = self._acquire_call(scope, job_id, self._flags, handoff)
+        try:
+            reply = await self._call(name, keys, args)
+        except ConnectionError as lost:
+            reply = await self.manager.runner.run(resend(lost, Call(name, keys, args)))
+        if type(reply) is int and reply > 0:  # taken: the common reply, checked without a call
+            if metrics.observer is not None:
+                metrics.observer.lock_acquired(self._spec.label, 0.0)
+            return reply
+        reply = acquire_reply(name, reply)
+        self._report(reply, None)
+        return reply
 
     async def _release(self, scope: Scope, job_id: str) -> int | None:
         reply = await self._call("lock_release", scope.keys, self.manager.release_args(scope, job_id))

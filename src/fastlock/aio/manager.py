@@ -4,17 +4,20 @@ its locks, its reaper and its admin (the operations of :mod:`fastlock.locks.admi
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Mapping
-from typing import Any
+from typing import Any, Unpack
 
 from ..locks import admin
 from ..locks.base import NewLock, lock_builder
 from ..locks.conflict import StrategySpec
 from ..locks.keys import ChangelogEntry, LockEntry, Scope
 from ..locks.namespace import Namespace
+from ..locks.options import RenewOption
+from ..locks.renewal import lock_class
 from ..locks.types import TTL_REQUIRED, Holder, LockType
 from ..operations import AsyncRunner
 from .lock import AsyncLock
 from .reaper import AsyncReaper
+from .renewing import AsyncRenewingLock
 
 if True:  # ASYNC
     from ..locks.conflict import ASYNC_STRATEGIES
@@ -29,7 +32,12 @@ class AsyncLockManager(Namespace[AsyncRunner]):
     the same ones); ``hash`` the digest function (:mod:`fastlock.digest`). ``track`` keeps
     the per-bucket index that admin and the reaper walk (one ZADD per first holder, one
     ZREM per last release); ``fencing`` hands out tokens from the per-bucket counter (one
-    INCR per acquire; off, every token is 1); ``max_history`` > 0 writes a per-bucket
+    INCR per acquire; off, every token is 1); ``patience`` (seconds, default
+    :data:`~fastlock.locks.namespace.PATIENCE`) is how long a queued waiter lets running callers
+    take a freed lock before a release hands the lock to it; ``fair`` makes its locks first
+    come, first served: a release hands the lock over at once and an acquire that finds a slot
+    free still queues behind a live waiter already queued (``docs/locks.md``, "Hand-over and
+    fairness"); ``max_history`` > 0 writes a per-bucket
     changelog stream of that length (one XADD per transition). ``strategies`` adds or
     replaces conflict strategies by name (:mod:`fastlock.locks.conflict`; on asyncio the
     ``replace`` strategy awaits its steps: :data:`~fastlock.locks.conflict.ASYNC_STRATEGIES`).
@@ -55,17 +63,32 @@ class AsyncLockManager(Namespace[AsyncRunner]):
         limit: int = 1,
         job_id: str | None = None,
         on_conflict: StrategySpec | Mapping[str, StrategySpec] = None,
+        **more: Unpack[RenewOption],
     ) -> AsyncLock:
         """A lock on ``digest``, or on the digest of (``name``, ``queue``, ``args``); the other
         options are :class:`AsyncLock`'s (checked there; the common ones by the Cython core, which
-        builds the same lock without the class call: :func:`~fastlock.locks.base.lock_builder`)."""
+        builds the same lock without the class call: :func:`~fastlock.locks.base.lock_builder`).
+        ``renew=True`` builds a renewing lock (:class:`AsyncRenewingLock`), kept alive while held.
+        Any other keyword raises :class:`~fastlock.UnknownOptionError`, before anything is sent.
+        From the second call on, the Cython core's twin of this method answers, its keywords read
+        in C (:meth:`_bind_new_lock`)."""
+        cls = lock_class(more, ttl, AsyncLock, AsyncRenewingLock) if more else AsyncLock  # renew, or unknown
         digest = self.lock_digest(name, digest, queue, args)
         new: NewLock = self._new_lock or self._bind_new_lock()
-        return new(AsyncLock, self, digest, name, type, ttl, timeout, limit, job_id, on_conflict)
+        return new(cls, self, digest, name, type, ttl, timeout, limit, job_id, on_conflict)
 
     def _bind_new_lock(self) -> NewLock:
-        """Bind how this manager builds locks: its core's (its client's) lock builder."""
+        """Bind how this manager builds locks: its core's (its client's) lock builder, and, unless
+        a subclass overrides :meth:`lock`, the core's twin of :meth:`lock` where it has one (the
+        Cython core's reads the same keywords in C and builds a common call's lock without a
+        Python frame: ``_coreparts/domain_new.pxi``). Set as an attribute: ``vars(self)`` would
+        make the manager a ``__dict__``, slowing the attribute loads of every lock operation
+        (+900 instructions an acquire and release)."""
         self._new_lock = new = lock_builder(self.core)
+        if type(self).lock is AsyncLockManager.lock:
+            lock = self.core._manager_lock(self, AsyncLockManager.lock, AsyncLock, self.digester.constructor)
+            if lock is not None:
+                self.lock = lock  # type: ignore[method-assign]
         return new
 
     def reaper(self, **options: Any) -> AsyncReaper:

@@ -1,7 +1,8 @@
 """The asyncio client's wake-up listener: one subscribed connection for every waiter of every
 lock name (the rules: :mod:`fastlock.locks.notify`). It opens on the first wait, is not in
 the pool (a waiter never takes a pooled connection), and after a loss wakes every waiter
-(they re-check) and subscribes again on the next wait."""
+(they re-check) and subscribes again on the next wait; a routed one (a cluster node's, a
+sentinel's master's) forgets them instead: they enter again where their channel is now."""
 
 from __future__ import annotations
 
@@ -9,67 +10,118 @@ import asyncio
 from collections import deque
 from typing import Any
 
-from ..locks.notify import WaiterTable
-from ..params import ConnectionParams, handshake_commands
+from ..exceptions import ResponseError
+from ..locks.notify import Channels, HandedSignal, WaiterTable, logger
+from ..operations import AsyncRunner
+from ..params import ConnectionParams
 
 __all__ = ["AsyncSignal", "Listener"]
 
 
-class AsyncSignal:
-    """A waiter's wake-up flag on the running loop."""
+class AsyncSignal(HandedSignal):
+    """A waiter's wake-up flag on the running loop; ``token``: a lock handed over to ``job``."""
 
-    __slots__ = ("_event",)
+    __slots__ = ("_flag", "_waiter")
 
-    def __init__(self) -> None:
-        self._event = asyncio.Event()
+    def __init__(self, job: str = "") -> None:
+        super().__init__(job)
+        self._flag = False
+        self._waiter: asyncio.Future[None] | None = None
 
     def set(self) -> None:
-        self._event.set()
+        self._flag = True
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def is_set(self) -> bool:
-        return self._event.is_set()
+        return self._flag
 
-    async def wait(self, timeout: float) -> None:
-        """Until woken or ``timeout`` seconds; the flag is cleared for the next wait."""
-        if not self._event.is_set():
+    async def wait(self, timeout: float) -> int | None:
+        """Until woken or ``timeout`` seconds, the flag then cleared; a signal already ``lost``
+        sleeps it all (nothing will wake it). The token of a lock handed over, else ``None``."""
+        if self.lost and self.token is None:
+            await asyncio.sleep(timeout)
+        elif not self._flag:
+            loop = asyncio.get_running_loop()
+            waiter = self._waiter = loop.create_future()
+            timer = loop.call_later(timeout, _expire, waiter)
             try:
-                async with asyncio.timeout(timeout):
-                    await self._event.wait()
-            except TimeoutError:
-                pass
-        self._event.clear()
+                await waiter
+            finally:
+                timer.cancel()
+                self._waiter = None
+        self._flag = False
+        return self.token
 
 
-class Listener(asyncio.Protocol):
-    """The subscribed connection of one client (``params``, the core's RESP reader/encoders)."""
+def _expire(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
-    def __init__(self, params: ConnectionParams, core: Any) -> None:
-        self._params = params
-        self._core = core
-        self._table: WaiterTable[AsyncSignal] = WaiterTable()
+
+class Listener(Channels, asyncio.Protocol):
+    """The subscribed connection of one client (``params``, the core's RESP reader/encoders;
+    ``shard`` and ``routed``: see :class:`~fastlock.locks.notify.Channels`)."""
+
+    _table: WaiterTable[AsyncSignal]
+
+    def __init__(
+        self, params: ConnectionParams, core: Any, runner: AsyncRunner | None = None, **kind: bool
+    ) -> None:
+        super().__init__(params, core, runner, **kind)
+        self._leaving: set[asyncio.Task[Any]] = set()
         self._confirming: dict[bytes, deque[asyncio.Future[None]]] = {}
         self._transport: asyncio.Transport | None = None
         self._opening: asyncio.Future[None] | None = None
-        self._reader: Any = None
-        self._closed = False
 
-    async def listen(self, channel: bytes) -> AsyncSignal:
-        """A new waiter on ``channel``, once the server has confirmed the subscription (or
-        after ``connect_timeout`` without it: the waiter then re-checks every
-        :data:`~fastlock.locks.notify.MAX_NAP`)."""
-        signal = AsyncSignal()
+    def abandon(self, call: Any) -> None:
+        """Run ``call`` (a :class:`~fastlock.operations.Call`) for a waiter leaving the queue
+        without its result (cancelled): in a task of its own, its failure logged."""
+        if self._runner is None or self._closed:
+            return
+        task = asyncio.ensure_future(self._runner.call(call.name, call.keys, call.args))
+        self._leaving.add(task)
+        task.add_done_callback(self._left)
+
+    def _left(self, task: asyncio.Task[Any]) -> None:
+        self._leaving.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            logger.warning("a leaving lock waiter's release failed: %r", task.exception())
+
+    def join(self, channel: bytes, job: str = "") -> AsyncSignal | None:
+        """A new waiter on ``channel`` if its subscription is confirmed already (no I/O), else
+        ``None`` (enter with :meth:`listen`)."""
+        if self._transport is None or channel in self._confirming or not self._table.has(channel):
+            return None
+        return self._table.entered(channel, AsyncSignal(job))
+
+    async def listen(self, channel: bytes, job: str = "") -> AsyncSignal:
+        """A new waiter on ``channel``, once the server has confirmed the subscription (a
+        later waiter of a channel still unconfirmed awaits the same confirmation), or after
+        ``connect_timeout`` without it, or when the connection cannot be made: the waiter then
+        re-checks every :data:`~fastlock.locks.notify.MAX_NAP` (a routed listener's leaves,
+        ``lost``: it enters again after its nap). An error reply to the handshake (AUTH,
+        SELECT) or to a ``SUBSCRIBE`` is raised here (``ResponseError``)."""
+        signal = AsyncSignal(job)
         command = self._table.add(channel, signal)
-        if command is None:
+        pending = self._confirming.get(channel)
+        if command is None and not pending:
             return signal
-        future = asyncio.get_running_loop().create_future()
-        self._confirming.setdefault(channel, deque()).append(future)
         try:
             async with asyncio.timeout(self._params.connect_timeout):
-                if await self._ready():
-                    self._send([command])
+                if command is None:
+                    future = pending[-1]  # type: ignore[index]  # (pending is not empty here)
+                else:
+                    future = asyncio.get_running_loop().create_future()
+                    self._confirming.setdefault(channel, deque()).append(future)
+                    if await self._ready():
+                        self._send([command])
                 await asyncio.shield(future)
         except (TimeoutError, OSError):
-            pass
+            if self._routed:
+                self.leave(channel, signal)
+                signal.lost = True
         except BaseException:
             self.leave(channel, signal)
             raise
@@ -109,8 +161,10 @@ class Listener(asyncio.Protocol):
                 ssl=params.ssl_context,
                 server_hostname=params.host if params.ssl_context else None,
             )
-        again = [("SUBSCRIBE", channel) for channel in self._table.channels()]
-        self._send([*handshake_commands(params), *again])
+        again = [self._table.subscribe(channel) for channel in self._table.channels()]
+        for _, channel in again:  # unconfirmed again: a waiter joining them awaits it
+            self._confirming.setdefault(channel, deque()).append(loop.create_future())
+        self._send(self._greeting(again))
 
     def _send(self, commands: list[tuple[Any, ...]]) -> None:
         if self._transport is not None and commands:
@@ -121,24 +175,49 @@ class Listener(asyncio.Protocol):
         self._reader = self._core.ReplyReader()
 
     def data_received(self, data: bytes) -> None:
-        reader, not_enough = self._reader, self._core.NOT_ENOUGH
-        reader.feed(data)
-        reply = reader.gets()
-        while reply is not not_enough:
-            channel = self._table.on_reply(reply)
-            if channel is not None:
-                pending = self._confirming.get(channel)
-                if pending:
-                    future = pending.popleft()
-                    if not pending:
-                        del self._confirming[channel]
-                    if not future.done():
-                        future.set_result(None)
-            reply = reader.gets()
+        replies, error = self._replies(data)
+        for reply in replies:
+            news = self._table.on_reply(reply)
+            if news is not None and news[0]:
+                self._confirm(news[1])
+        if error is not None:
+            self._fail(error)
+
+    def _confirm(self, channel: bytes, error: BaseException | None = None) -> None:
+        pending = self._confirming.get(channel)
+        if pending:
+            future = pending.popleft()
+            if not pending:
+                del self._confirming[channel]
+            if future.done():
+                return
+            if error is None:
+                future.set_result(None)
+            else:
+                future.set_exception(error)
+
+    def _fail(self, error: ResponseError) -> None:
+        """An error reply (handshake or subscription): every waiter still being entered gets
+        it (a routed listener's subscription: none does, they are lost); the connection is
+        closed (the next wait opens a new one)."""
+        moved = self._moved()
+        for channel in list(self._confirming):
+            while channel in self._confirming:
+                self._confirm(channel, None if moved else error)
+        if self._transport is not None:
+            self._transport.close()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._transport = None
-        self._table.wake_all()
+        for channel in list(self._confirming):  # unconfirmed: they fall back to re-checks
+            while channel in self._confirming:
+                self._confirm(channel)
+        self._wake_all()
+
+    def drop(self) -> None:
+        """Close the connection, the listener kept (a routed one's waiters enter again elsewhere)."""
+        if self._transport is not None:
+            self._transport.close()
 
     def close(self) -> None:
         """Close the connection (waiters fall back to their re-checks)."""

@@ -17,6 +17,7 @@ import asyncio
 from collections import deque
 from collections.abc import Awaitable, Callable
 
+from .. import metrics
 from ..exceptions import ArgumentError, ConnectionError, PoolTimeoutError
 from .connection import Connection
 
@@ -51,6 +52,7 @@ class Pool:
         self._closed = False
         self.opened = 0
         """Connections opened so far (multiplexed and dedicated)."""
+        self._lost = 0  # multiplexed connections lost and not yet replaced
 
     @property
     def writes(self) -> int:
@@ -91,13 +93,20 @@ class Pool:
         if self._closed:
             conn.close()
             raise ConnectionError("the client is closed", sent=False)
+        if self._lost:
+            self._lost -= 1
+            if (observer := metrics.observer) is not None:
+                observer.reconnected()
         conn.on_change = self._changed
+        conn.room_waiters = self._waiters  # told after replies only while someone waits for room
         self.connections.append(conn)
         return conn
 
     def _changed(self, conn: Connection) -> None:
         if conn.closed and conn in self.connections:
             self.connections.remove(conn)
+            if not self._closed:
+                self._lost += 1
         if self._waiters and conn.load < self.max_in_flight:
             _wake(self._waiters)
 

@@ -18,11 +18,13 @@ operation of several calls), and a reply parser of :mod:`~fastlock.queues.jobs`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
+from .. import metrics
 from ..operations import AsyncRunner
-from ..queues import admin
-from ..queues.base import MAX_BATCH, QueueBase, enqueue_batches, extend_batches, recover_rounds
+from ..queues import admin, observed, schedule
+from ..queues.base import MAX_BATCH, QueueBase, checked_int, enqueue_batches, extend_batches, recover_rounds
 from ..queues.jobs import (
     Batch,
     DeadJob,
@@ -39,9 +41,12 @@ from ..queues.jobs import (
     enqueued_many,
     extended,
     failed,
+    paused_changed,
+    progressed,
     queue_stats,
     released,
 )
+from ..queues.updates import KEEP, on_duplicate_call, progress_call
 
 __all__ = ["AsyncQueue"]
 
@@ -62,14 +67,47 @@ class AsyncQueue(QueueBase[AsyncRunner]):
         delay: float | None = None,
         priority: int | None = None,
         unique: str | Unique | None = None,
+        on_duplicate: str = KEEP,
     ) -> str:
         """Add one job and return its id. ``delay``: seconds before it becomes ready;
         ``priority``: ``0 <= p < 2**20``, lower first; prioritised jobs are claimed once no
         job without a priority is ready. A ``job_id`` (a non-empty str not starting with
-        :data:`FRESH_MARK`) already present in the queue, or a ``unique`` lock already held,
-        raises :class:`DuplicateJob` naming the holder. No enqueue overwrites a job."""
+        :data:`FRESH_MARK`) already present in the queue raises :class:`DuplicateJob`.
+
+        A ``unique`` lock already held: ``on_duplicate="keep"`` raises :class:`DuplicateJob`
+        naming the holder; ``"replace"`` gives the holder's job, while it waits (never
+        claimed), this payload and delay; ``"extend"`` pushes its due time back to ``delay``
+        from now (debounce), its payload kept. Both return the holder's id, and raise
+        :class:`DuplicateJob` like ``keep`` when that job is claimed (or not found waiting:
+        another priority, or deeper than :data:`~fastlock.queues.updates.REPLACE_WINDOW` in ready)."""
+        if on_duplicate is not KEEP or metrics.observer is not None:
+            return await self._enqueue_other(payload, job_id, delay, priority, unique, on_duplicate)
         keys, args = self._enqueue_call(payload, job_id, delay, priority, unique)
-        return enqueued(await self.client.call("queue_enqueue", keys, args), args[0])
+        reply = await self.client.call("queue_enqueue", keys, args)
+        added = self.core._enqueued(reply, args[0])  # the common reply: the Cython core reads it
+        return enqueued(reply, args[0]) if added is None else added
+
+    async def _enqueue_other(
+        self,
+        payload: bytes | str,
+        job_id: str | None,
+        delay: float | None,
+        priority: int | None,
+        unique: str | Unique | None,
+        on_duplicate: str,
+    ) -> str:
+        """:meth:`enqueue` with an ``on_duplicate`` choice, or with an observer installed."""
+        observer = metrics.observer
+        if observer is None:
+            call = self._enqueue_call(payload, job_id, delay, priority, unique)
+            keys, args = on_duplicate_call(call, on_duplicate)
+            return enqueued(await self.client.call("queue_enqueue", keys, args), args[0])
+        with observer.producing(self.name) as carried:
+            call = self._enqueue_call(payload, job_id, delay, priority, unique, carried)
+            keys, args = on_duplicate_call(call, on_duplicate)
+            found = enqueued(await self.client.call("queue_enqueue", keys, args), args[0])
+        observer.jobs_enqueued(self.name, 1)
+        return found
 
     async def enqueue_many(
         self, payloads: Iterable[bytes | str], *, delay: float | None = None, priority: int | None = None
@@ -77,7 +115,15 @@ class AsyncQueue(QueueBase[AsyncRunner]):
         """Add jobs with fresh ids, :data:`MAX_BATCH` per call (one HSET and one push
         each); returns their ids. ``delay`` and ``priority`` apply to all. Every payload
         is checked before the first call."""
-        calls = self._enqueue_many_calls(payloads, delay, priority)
+        observer = metrics.observer
+        if observer is None:
+            return await self._enqueue_many(self._enqueue_many_calls(payloads, delay, priority))
+        with observer.producing(self.name) as carried:
+            ids = await self._enqueue_many(self._enqueue_many_calls(payloads, delay, priority, carried))
+        observer.jobs_enqueued(self.name, len(ids))
+        return ids
+
+    async def _enqueue_many(self, calls: list[list[Any]]) -> list[str]:
         if len(calls) == 1:  # direct: no operation to drive
             reply = await self.client.call("queue_enqueue_many", self.producer_keys, calls[0])
             return enqueued_many(reply, calls[0])
@@ -88,7 +134,10 @@ class AsyncQueue(QueueBase[AsyncRunner]):
     async def claim(self, count: int = 1, *, lease: float | None = None) -> Batch:
         """Lease up to ``count`` ready jobs (due delayed jobs are promoted first)."""
         reply = await self.client.call("queue_claim", self.worker_keys, self._claim_args(count, lease))
-        return claimed(reply, self.core)
+        batch = claimed(reply, self.core)
+        if metrics.observer is not None:
+            observed.claimed_observed(self, reply, batch)
+        return batch
 
     async def complete(
         self, jobs: Job | Sequence[Job], *, claim: int = 0, lease: float | None = None
@@ -105,6 +154,12 @@ class AsyncQueue(QueueBase[AsyncRunner]):
         if args is None:
             return await self.claim(claim, lease=lease) if claim else Batch()
         reply = await self.client.call("queue_complete", self.worker_keys, args)
+        if metrics.observer is not None:
+            return observed.completed_observed(self, reply, jobs, claim)
+        if claim:  # the common reply (no lease lost, jobs claimed): the Cython core reads it
+            batch = self.core._completed_jobs(reply, Job, Batch)
+            if batch is not None:
+                return batch
         return completed(reply, jobs, claim, self.core)
 
     async def fail(
@@ -114,20 +169,34 @@ class AsyncQueue(QueueBase[AsyncRunner]):
         backoff for its attempt), or dead-lettered with ``error`` when ``dead`` or its
         attempts are used up. Returns True when it will be retried."""
         args = self._fail_args(job, error, retry_in, dead)
-        return failed(await self.client.call("queue_fail", self.keys, args), job)
+        retried = failed(await self.client.call("queue_fail", self.keys, args), job)
+        if metrics.observer is not None:
+            observed.report(self, "job_failed", retried)
+        return retried
 
     async def extend(self, jobs: Sequence[Job], *, lease: float | None = None) -> list[Job]:
         """Renew the leases of ``jobs`` (one call per :data:`MAX_BATCH`); returns the jobs
-        whose lease was lost, after setting their ``lost`` flag."""
-        return await self.client.run(extend_batches(self.keys, jobs, self._extend_calls(jobs, lease)))
+        whose lease was lost, after setting their ``lost`` flag (and ``cancelled`` for the
+        jobs cancelled while running)."""
+        return await self.client.run(extend_batches(self.cancel_keys, jobs, self._extend_calls(jobs, lease)))
 
     async def holds(self, job: Job, *, lease: float | None = None) -> bool:
         """Whether ``job``'s lease is still its own, asked of the server in one round trip
-        (the lease member carries the fencing token: a recovered or re-claimed job answers
-        False and gets ``job.lost`` set). A held lease is renewed for ``lease`` seconds
-        (default: the queue's), so call this right before committing an effect."""
+        (the lease member carries the fencing token: a recovered, re-claimed or cancelled job
+        answers False and gets ``job.lost`` set, and ``job.cancelled`` when cancelled). A held
+        lease is renewed for ``lease`` seconds (default: the queue's), so call this right
+        before committing an effect."""
         (args,) = self._extend_calls([job], lease)
-        return not extended(await self.client.call("queue_extend", self.keys, args), [job])
+        return not extended(await self.client.call("queue_extend", self.cancel_keys, args), [job])
+
+    async def progress(self, job: Job, value: object) -> None:
+        """Store ``value`` as ``job``'s progress, shown by :meth:`job`: JSON data, at most
+        :data:`~fastlock.queues.updates.PROGRESS_LIMIT` bytes as JSON (else
+        :class:`ArgumentError`). Fenced: only the current lease holder may set it; a lost
+        lease raises :class:`LeaseLost`. Kept
+        :data:`~fastlock.queues.updates.PROGRESS_KEEP` seconds after the last update."""
+        keys, args = progress_call(self, job, value)
+        progressed(await self.client.call("queue_progress", keys, args), job)
 
     async def release(self, jobs: Sequence[Job]) -> list[Job]:
         """Hand back leased jobs that were not started (a stopping worker's batch): each goes
@@ -141,7 +210,10 @@ class AsyncQueue(QueueBase[AsyncRunner]):
         ``max_attempts``; call again while the limit was reached, up to ``rounds`` calls
         (the counts are totals). Three server commands when nothing expired."""
         args = self._recover_args(limit, rounds)
-        return await self.client.run(recover_rounds(self.keys, args, rounds))
+        found = await self.client.run(recover_rounds(self.keys, args, rounds))
+        if metrics.observer is not None:
+            observed.report(self, "jobs_recovered", found.requeued, found.dead)
+        return found
 
     async def wait(self, timeout: float, *, interrupt: str | None = None) -> bool:
         """Block up to ``timeout`` seconds (at least 10 ms) until a producer or another
@@ -178,9 +250,85 @@ class AsyncQueue(QueueBase[AsyncRunner]):
         args = self._dead_args("purge", ids, limit, older_than)
         return 0 if args is None else dead_count(await self.client.call("queue_dead", self.keys, args))
 
+    async def pause(self) -> bool:
+        """Stop every claim of this queue, across all workers, until :meth:`resume`: claims
+        return an empty batch flagged ``paused``; producing, completing and recovery go on.
+        True if it was running."""
+        return paused_changed(await self.client.call("queue_pause", self.plain_keys, ("pause",)))
+
+    async def resume(self) -> bool:
+        """Let claims go on after :meth:`pause`, waking a waiting worker. True if it was paused."""
+        return paused_changed(await self.client.call("queue_pause", self.plain_keys, ("resume",)))
+
+    async def oldest_ready(self) -> float | None:
+        """Seconds the job a claim would take next has been due (its enqueue, plus its delay:
+        the due time its fresh id carries, against the server's clock), or ``None``: nothing
+        ready, or a given id or a retry there (:func:`~fastlock.queues.admin.oldest_ready`)."""
+        return admin.oldest_ready(
+            await self.client.execute_many(admin.oldest_commands(self.key["ready"], self.key["prio"]))
+        )
+
     async def stats(self) -> QueueStats:
-        """Job counts, read in one round trip (not a snapshot across the four states)."""
+        """Job counts and the pause flag, read in one round trip (not a snapshot across the
+        four states)."""
         return queue_stats(await self.client.execute_many(self._stats_commands()))
+
+    async def claims(self) -> int:
+        """Leases granted so far, every attempt of every job (the fencing counter: one
+        ``GET``). Two readings give the claims per second in between."""
+        return int(await self.client.execute("GET", self.key["fence"]) or 0)
+
+    # ---- periodic jobs (fastlock.queues.schedule; docs/queues.md, "Periodic jobs")
+
+    async def every(self, seconds: float, payload: bytes | str, *, name: str, catch_up: str = "one") -> bool:
+        """Enqueue ``payload`` every ``seconds`` (at least :data:`~fastlock.queues.schedule.MIN_PERIOD`,
+        ticks at multiples of the period since the epoch, server clock), once per tick however
+        many schedulers (:meth:`run_schedules`) run; its jobs' ids are ``name@<due ms>``.
+        ``catch_up``: ticks missed while no scheduler ran are dropped (``"skip"``: those
+        found a second late or more), enqueued once (``"one"``) or each (``"all"``, at most
+        :data:`~fastlock.queues.schedule.MAX_CATCH_UP`). Registering ``name`` again updates it;
+        True when it was created or changed."""
+        spec = schedule.every_spec(seconds, catch_up)
+        return await self._schedule(name, spec, payload)
+
+    async def cron(
+        self, expression: str, payload: bytes | str, *, name: str, tz: str = "UTC", catch_up: str = "one"
+    ) -> bool:
+        """Enqueue ``payload`` at the times of the cron ``expression`` (croniter's syntax, the
+        extra ``fastlock[cron]``) in the time zone ``tz``; otherwise as :meth:`every`."""
+        spec = schedule.cron_spec(expression, tz, catch_up)
+        return await self._schedule(name, spec, payload)
+
+    async def _schedule(self, name: str, spec: schedule.Spec, payload: bytes | str) -> bool:
+        keys = schedule.schedule_keys(self.plain_keys, self.prefix)
+        return await self.client.run(schedule.register(keys, name, spec, payload))
+
+    async def schedules(self, *, count: int = 1000) -> list[schedule.Schedule]:
+        """This queue's schedules (at most ``count``, at most 1000), the next due first."""
+        args = ("list", checked_int(count, "count", 1, MAX_BATCH))
+        keys = schedule.schedule_keys(self.plain_keys, self.prefix)
+        return schedule.schedules(await self.client.call("queue_schedule", keys, args))
+
+    async def unschedule(self, name: str) -> bool:
+        """Remove the schedule ``name`` (its enqueued jobs stay). True if it existed."""
+        keys = schedule.schedule_keys(self.plain_keys, self.prefix)
+        return bool(await self.client.call("queue_schedule", keys, ("del", schedule.check_name(name))))
+
+    async def run_schedules(
+        self,
+        *,
+        stop: Callable[[], bool] | None = None,
+        idle: float = schedule.IDLE,
+        interrupt: str | None = None,
+    ) -> int:
+        """Be a scheduler of this queue's schedules until ``stop()`` is true (checked at least
+        every ``idle`` seconds, and when :meth:`interrupt` is given ``interrupt``; without
+        ``stop``, forever): sleep until the next tick is due by the server clock (no polling),
+        enqueue it. Any number of schedulers may run; each tick is enqueued once. Returns the
+        jobs this one enqueued."""
+        keys = schedule.schedule_keys(self.plain_keys, self.prefix)
+        key = None if interrupt is None else self._interrupt_key(interrupt)
+        return await self.client.run(schedule.run_schedules(keys, stop, idle, key))
 
     # ---- admin (each call bounded by its arguments: fastlock.queues.admin)
 
@@ -192,15 +340,20 @@ class AsyncQueue(QueueBase[AsyncRunner]):
 
     async def job(self, job_id: str, *, window: int = admin.WINDOW) -> admin.JobInfo:
         """What the server holds about job ``job_id`` (``state`` ``missing`` when nothing),
-        searching ``window`` entries at each end of each structure."""
+        searching ``window`` entries at each end of each structure; its last
+        :meth:`progress`, if any."""
         args = admin.job_args(job_id, window)
-        return admin.job_info(await self.client.call("queue_job", self.keys, args), job_id)
+        keys = (*self.cancel_keys, self.progress_key(job_id))
+        return admin.job_info(await self.client.call("queue_job", keys, args), job_id)
 
     async def cancel(self, job_id: str, *, window: int = admin.WINDOW) -> admin.Cancelled:
-        """Remove a ready or delayed job, its payload and its held unique lock, atomically;
-        an active (leased) or dead job is refused, see :class:`~fastlock.queues.admin.Cancelled`."""
+        """Remove a ready or delayed job, its payload and its held unique lock, atomically. A
+        running (active) job loses its lease, payload and ``until_executed`` lock the same
+        way and is marked cancelled: its holder's next renewal or :meth:`holds` answers
+        False and sets ``job.cancelled``, and a worker ends it as cancelled. A dead job is
+        refused, see :class:`~fastlock.queues.admin.Cancelled`."""
         args = admin.cancel_args(job_id, window)
-        return admin.cancelled(await self.client.call("queue_cancel", self.keys, args))
+        return admin.cancelled(await self.client.call("queue_cancel", self.cancel_keys, args))
 
     async def unique_locks(self, cursor: int = 0, *, count: int = 100) -> tuple[int, list[admin.UniqueLock]]:
         """One HSCAN page of the held unique locks: ``(next cursor, locks)``, 0 ends the walk."""

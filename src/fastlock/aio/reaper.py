@@ -9,7 +9,7 @@ from typing import Any
 
 from ..exceptions import UsageError
 from ..locks.namespace import Namespace
-from ..locks.reaping import MUTEX, ReaperBase, ReapResult
+from ..locks.reaping import MUTEX, RUNS_KEPT, ReaperBase, ReaperRun, ReapResult
 from ..operations import AsyncRunner
 
 if True:  # ASYNC
@@ -53,6 +53,11 @@ class AsyncReaper(ReaperBase[AsyncRunner]):
             return await self.manager.runner.run(self.passing())
         finally:
             await self._mutex.release()
+
+    async def runs(self, count: int = RUNS_KEPT) -> list[ReaperRun]:
+        """The last passes of this namespace's reapers (every process's; newest first, at most
+        ``count`` of the :data:`~fastlock.locks.reaping.RUNS_KEPT` logged)."""
+        return await self.manager.runner.run(self.reading_runs(count))
 
     if True:  # ASYNC
 

@@ -57,13 +57,20 @@ class AsyncWorker(WorkerBase[AsyncQueue]):
         returns after its current job, idle loops at once."""
         await self._drive(self._waking())
 
-    async def run(self, *, max_jobs: int | None = None, install_signals: bool = False) -> int:
+    async def run(
+        self, *, max_jobs: int | None = None, install_signals: bool = False, schedules: bool = False
+    ) -> int:
         """:meth:`Worker.run <fastlock.queues.worker.Worker.run>`, awaited: the number of jobs
         handled. ``install_signals``: SIGTERM and SIGINT call :meth:`stop` (the loop's signal
         handlers, removed at the first signal so a second one acts as it would have, and when
-        run returns)."""
+        run returns). ``schedules``: a scheduler task beside the loops (its error is raised)."""
         tally = self._tally(max_jobs)
         beat = asyncio.create_task(self._heartbeat(), name="fastlock-heartbeat")
+        stopped, wake = asyncio.Event(), self._interrupts[0] + ":schedules"
+        scheduler = None
+        if schedules:
+            scheduling = self.queue.run_schedules(stop=stopped.is_set, interrupt=wake)
+            scheduler = asyncio.create_task(scheduling, name="fastlock-scheduler")
         try:
             with installed(install_signals, self._arm):
                 loops = [self._drive(self._looping(tally, self, key)) for key in self._interrupts]
@@ -72,6 +79,10 @@ class AsyncWorker(WorkerBase[AsyncQueue]):
             beat.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await beat
+            if scheduler is not None:
+                stopped.set()
+                await self.queue.interrupt(wake)
+                await scheduler
         return tally.handled
 
     def _arm(self) -> Callable[[], None]:

@@ -33,12 +33,13 @@ from ..exceptions import ConnectionError, ResponseError
 from ..operations import AsyncRunner, Operation, run_plan_async
 from ..params import DEFAULT_URL
 from ..protocol.commands import refuse_connection_state, refuse_each
-from ..protocol.slots import SLOTS
+from ..protocol.slots import SLOTS, key_slot
 from ..scripts.calling import ScriptSettingsAccess, register
 from .asking import command_commands, is_redirect, script_commands
 from .asking import reply as asking_reply
 from .commands import CommandTable, Query
 from .durability import DURABLE_SCRIPTS, check_wait, durable_call_async
+from .listeners_aio import AsyncRoutedListener
 from .nodes_aio import AsyncClusterNodes
 from .routing import Attempt, Pause, Plan, Refresh, SlotCache, redirected
 from .topology import Address
@@ -50,6 +51,7 @@ else:
 
     from ..scripts.calling import ScriptSettings
     from ..scripts.registry import Script
+    from ..sync.listener_slot import ListenerSlot
 
 __all__ = ["AsyncClusterClient"]
 
@@ -80,8 +82,9 @@ class AsyncClusterClient(AsyncClusterNodes, ScriptSettingsAccess, AsyncLockQueue
         self._commands = CommandTable()
         self._redirects = 0
         if True:  # ASYNC
-            pass
-        else:  # the sync client's script calls: the core's SlotRouter
+            self._listener: AsyncRoutedListener | None = None
+        else:  # a listener per process; the script calls: the core's SlotRouter
+            self._listeners: ListenerSlot[AsyncRoutedListener] = ListenerSlot()
             self._router = self._first._core.SlotRouter(
                 self.scripts,
                 self.script_settings,
@@ -114,6 +117,34 @@ class AsyncClusterClient(AsyncClusterNodes, ScriptSettingsAccess, AsyncLockQueue
 
         seeds, params = cluster_from_redis(redis_client)
         return cls(seeds=seeds, **{**params, **kwargs})
+
+    @property
+    def listener(self) -> AsyncRoutedListener:
+        """The wake-up listener of this client's blocked lock acquirers (made at the first wait;
+        :mod:`fastlock.cluster.listeners_aio`): one connection per node with waiters, each
+        channel sharded on the primary of its slot."""
+        if True:  # ASYNC: per client (and so per loop)
+            listener = self._listener
+            if listener is None:
+                listener = self._listener = self._new_listener()
+            return listener
+        else:  # per client and process
+            return self._listeners.get(self._new_listener)
+
+    def _new_listener(self) -> AsyncRoutedListener:
+        slots = self._slots
+
+        async def route(channel: bytes) -> Address:
+            return await self._address(key_slot(channel))
+
+        return AsyncRoutedListener(
+            self,
+            self._first._core,
+            lambda channel: slots.primaries[key_slot(channel)],
+            route,
+            lambda address: self.node(address).params,
+            shard=True,
+        )
 
     @property
     def redirects(self) -> int:
@@ -308,7 +339,12 @@ class AsyncClusterClient(AsyncClusterNodes, ScriptSettingsAccess, AsyncLockQueue
         return BoundScript(self, register(self.scripts, source, name))
 
     async def close(self) -> None:
-        """Close every node's connections."""
+        """Close every node's connections (the listener's too)."""
+        if True:  # ASYNC
+            if self._listener is not None:
+                self._listener.close()
+        else:
+            self._listeners.close()
         for node in list(self._nodes.values()):
             await node.close()
 

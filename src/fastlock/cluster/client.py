@@ -31,17 +31,19 @@ from ..exceptions import ConnectionError, ResponseError
 from ..operations import Operation, Runner, run_plan
 from ..params import DEFAULT_URL
 from ..protocol.commands import refuse_connection_state, refuse_each
-from ..protocol.slots import SLOTS
+from ..protocol.slots import SLOTS, key_slot
 from ..scripts.calling import ScriptSettings, ScriptSettingsAccess, register
 from ..scripts.registry import Script
 from ..sync.client import Client, LockQueueAccess
 from ..sync.drive import drive
+from ..sync.listener_slot import ListenerSlot
 from ..sync.pipeline import BoundScript, Pipeline
 from ..sync.script_calls import ScriptCalls
 from .asking import command_commands, is_redirect, script_commands
 from .asking import reply as asking_reply
 from .commands import CommandTable, Query
 from .durability import DURABLE_SCRIPTS, check_wait, durable_call
+from .listeners import RoutedListener
 from .nodes import ClusterNodes
 from .routing import Attempt, Pause, Plan, Refresh, SlotCache, redirected
 from .topology import Address
@@ -74,6 +76,7 @@ class ClusterClient(ClusterNodes, ScriptSettingsAccess, LockQueueAccess, ScriptC
         self._slot = SlotCache()
         self._commands = CommandTable()
         self._redirects = 0
+        self._listeners: ListenerSlot[RoutedListener] = ListenerSlot()
         self._router = self._first._core.SlotRouter(
             self.scripts,
             self.script_settings,
@@ -106,6 +109,28 @@ class ClusterClient(ClusterNodes, ScriptSettingsAccess, LockQueueAccess, ScriptC
 
         seeds, params = cluster_from_redis(redis_client)
         return cls(seeds=seeds, **{**params, **kwargs})
+
+    @property
+    def listener(self) -> RoutedListener:
+        """The wake-up listener of this client's blocked lock acquirers (made at the first wait;
+        :mod:`fastlock.cluster.listeners_aio`): one connection per node with waiters, each
+        channel sharded on the primary of its slot."""
+        return self._listeners.get(self._new_listener)
+
+    def _new_listener(self) -> RoutedListener:
+        slots = self._slots
+
+        def route(channel: bytes) -> Address:
+            return self._address(key_slot(channel))
+
+        return RoutedListener(
+            self,
+            self._first._core,
+            lambda channel: slots.primaries[key_slot(channel)],
+            route,
+            lambda address: self.node(address).params,
+            shard=True,
+        )
 
     @property
     def redirects(self) -> int:
@@ -262,7 +287,8 @@ class ClusterClient(ClusterNodes, ScriptSettingsAccess, LockQueueAccess, ScriptC
         return BoundScript(self, register(self.scripts, source, name))
 
     def close(self) -> None:
-        """Close every node's connections."""
+        """Close every node's connections (the listener's too)."""
+        self._listeners.close()
         for node in list(self._nodes.values()):
             node.close()
 

@@ -17,6 +17,7 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
+from .. import metrics
 from ..exceptions import (
     AskError,
     ClusterDownError,
@@ -122,6 +123,8 @@ def redirected(slots: SlotMap, slot: int, error: BaseException) -> Plan:
             if redirects > MAX_REDIRECTS:
                 raise error
             target, asking = to, isinstance(error, AskError)
+            if (observer := metrics.observer) is not None:
+                observer.redirected("ASK" if asking else "MOVED")
             if not asking:
                 if to in moved_to:  # MOVED back: the nodes disagree (a move half done): wait
                     if waits >= MAX_WAITS:

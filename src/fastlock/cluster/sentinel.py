@@ -38,7 +38,9 @@ from ..operations import Operation, Runner
 from ..sync.client import Client, LockQueueAccess
 from ..sync.connect import open_connection, set_io_timeout
 from ..sync.drive import drive
+from ..sync.listener_slot import ListenerSlot
 from .durability import DURABLE_SCRIPTS, check_wait, durable_call
+from .listeners import RoutedListener
 from .sentinel_follow import Resend, SentinelBase, master_reply, sentinel_reply
 from .topology import Address
 
@@ -74,6 +76,7 @@ class SentinelClient(SentinelBase[Client], LockQueueAccess):
         )
         self.wait = wait
         self._switch_lock = threading.Lock()
+        self._listeners: ListenerSlot[RoutedListener] = ListenerSlot()
         self._closed = threading.Event()
         self._watcher = threading.Thread(target=self._follow, name="fastlock-sentinel", daemon=True)
         try:
@@ -105,6 +108,43 @@ class SentinelClient(SentinelBase[Client], LockQueueAccess):
     def client(self) -> Client:
         """The client of the master in use."""
         return self._current
+
+    @property
+    def listener(self) -> RoutedListener:
+        """The wake-up listener of this client's blocked lock acquirers (made at the first wait;
+        :mod:`fastlock.cluster.listeners_aio`): one connection to the master in use, dropped
+        when the master changes (its waiters then enter again on the new master's)."""
+        return self._listeners.get(self._new_listener)
+
+    def _new_listener(self) -> RoutedListener:
+        def route(channel: bytes) -> Address:
+            return self.master
+
+        template = self._template
+        return RoutedListener(
+            self,
+            template._core,
+            lambda channel: self.master,
+            route,
+            lambda address: self._node(address).params,
+            shard=False,
+            db=template.params.db,
+        )
+
+    def _use(self, address: Address) -> None:
+        """Send from now on to the (verified) master at ``address``; the old master's
+        listener connection is dropped."""
+        old = None if self._client is None else self.master
+        super()._use(address)
+        if old is None or old == address:
+            return
+        listener = self._made_listener()
+        if listener is not None:
+            listener.retire(old)
+
+    def _made_listener(self) -> RoutedListener | None:
+        """The listener, if made (the sync client's: in this process)."""
+        return self._listeners.current()
 
     def _announced(self) -> Address:
         for sentinel in self._sentinels:
@@ -227,6 +267,8 @@ class SentinelClient(SentinelBase[Client], LockQueueAccess):
         self._closed.set()
         if self._watcher.ident is not None and self._watcher is not threading.current_thread():
             self._watcher.join(5.0)
+        if (listener := self._made_listener()) is not None:
+            listener.close()
         for client in (*self._nodes.values(), *self._sentinels):
             client.close()
 

@@ -38,6 +38,7 @@ from ..exceptions import ConnectionError, ProtocolError, ReadOnlyError, Response
 from ..operations import AsyncRunner, Operation
 from ..params import handshake_commands
 from .durability import DURABLE_SCRIPTS, check_wait, durable_call_async
+from .listeners_aio import AsyncRoutedListener
 from .sentinel_follow import Resend, SentinelBase, master_reply, sentinel_reply
 from .topology import Address
 
@@ -47,6 +48,7 @@ else:
     import builtins
 
     from ..sync.connect import open_connection, set_io_timeout
+    from ..sync.listener_slot import ListenerSlot
 
     _READ_TIMEOUTS = (builtins.TimeoutError, BlockingIOError)
 
@@ -81,8 +83,10 @@ class AsyncSentinelClient(SentinelBase[Client], AsyncLockQueueAccess):
         self.wait = wait
         self._switch_lock = threading.Lock()
         if True:  # ASYNC: connected by connect()
+            self._listener: AsyncRoutedListener | None = None
             self._watcher: asyncio.Task[None] | None = None
         else:
+            self._listeners: ListenerSlot[AsyncRoutedListener] = ListenerSlot()
             self._closed = threading.Event()
             self._watcher = threading.Thread(target=self._follow, name="fastlock-sentinel", daemon=True)
             try:
@@ -130,6 +134,52 @@ class AsyncSentinelClient(SentinelBase[Client], AsyncLockQueueAccess):
     def client(self) -> Client:
         """The client of the master in use."""
         return self._current
+
+    @property
+    def listener(self) -> AsyncRoutedListener:
+        """The wake-up listener of this client's blocked lock acquirers (made at the first wait;
+        :mod:`fastlock.cluster.listeners_aio`): one connection to the master in use, dropped
+        when the master changes (its waiters then enter again on the new master's)."""
+        if True:  # ASYNC: per client (and so per loop)
+            listener = self._listener
+            if listener is None:
+                listener = self._listener = self._new_listener()
+            return listener
+        else:  # per client and process
+            return self._listeners.get(self._new_listener)
+
+    def _new_listener(self) -> AsyncRoutedListener:
+        async def route(channel: bytes) -> Address:
+            return self.master
+
+        template = self._template
+        return AsyncRoutedListener(
+            self,
+            template._core,
+            lambda channel: self.master,
+            route,
+            lambda address: self._node(address).params,
+            shard=False,
+            db=template.params.db,
+        )
+
+    def _use(self, address: Address) -> None:
+        """Send from now on to the (verified) master at ``address``; the old master's
+        listener connection is dropped."""
+        old = None if self._client is None else self.master
+        super()._use(address)
+        if old is None or old == address:
+            return
+        listener = self._made_listener()
+        if listener is not None:
+            listener.retire(old)
+
+    def _made_listener(self) -> AsyncRoutedListener | None:
+        """The listener, if made (the sync client's: in this process)."""
+        if True:  # ASYNC
+            return self._listener
+        else:
+            return self._listeners.current()
 
     async def _announced(self) -> Address:
         for sentinel in self._sentinels:
@@ -291,6 +341,8 @@ class AsyncSentinelClient(SentinelBase[Client], AsyncLockQueueAccess):
             self._closed.set()
             if self._watcher.ident is not None and self._watcher is not threading.current_thread():
                 self._watcher.join(5.0)
+        if (listener := self._made_listener()) is not None:
+            listener.close()
         for client in (*self._nodes.values(), *self._sentinels):
             await client.close()
 

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any, Generic, Protocol, TypeVar
 
-from .._impl import Core, CoreReader
+from .._impl import Core, CoreReplyReader
 from ..exceptions import ConnectionError, ReadOnlyError, ResponseError
 from ..params import ConnectionParams
 from ..scripts.calling import ScriptSettings, ScriptSettingsAccess
@@ -93,7 +93,7 @@ class Watch:
         self._failures = 0
         self._handshake = 0
         self._next_poll: float | None = None
-        self._reader: CoreReader | None = None
+        self._reader: CoreReplyReader | None = None
         self._not_enough: Any = None
 
     def subscribe(self, core: Core, handshake: Sequence[tuple[Any, ...]], now: float) -> bytes:

@@ -19,22 +19,28 @@ from __future__ import annotations
 
 import itertools
 import logging
+import time
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Never, Protocol, TypeVar
 
-from .. import _ids
+from .. import _ids, metrics
 from .._impl import Core
 from ..exceptions import ArgumentError, LockError
 from ..operations import Call, Command, Operation
-from ..protocol.arguments import MAX_DURATION, duration_ms
+from ..protocol.arguments import MAX_DURATION, duration_ms, unknown_options
 from .conflict import ConflictBase, Strategy, StrategySpec, resolve_strategy
 from .keys import RUNTIME, Scope
 from .namespace import Namespace
+from .options import LOCK_OPTIONS
+from .renewal import check_renew
 from .replies import holders_reply
 from .types import (
     _BY_NAME,
+    DEQUEUED,
+    FENCING,
     MAX_LIMIT,
+    QUEUED,
     SPECS,
     TTL_REQUIRED,
     WAITED,
@@ -62,9 +68,11 @@ _serials = itertools.count()  # numbers lock objects; with the thread's (or task
 _NO_STRATEGIES: Mapping[str, Strategy | None] = MappingProxyType({})  # no strategy on either side
 
 
-def lost_before_release(job_id: str, digest: str) -> None:
-    """Log a job that returned without holding its until_executed lock any more."""
+def lost_before_release(job_id: str, digest: str, lock_type: LockType) -> None:
+    """Log (and report) a job that returned without holding its until_executed lock any more."""
     logger.warning("job %s finished without holding lock %s (expired or deleted)", job_id, digest)
+    if (observer := metrics.observer) is not None:
+        observer.lock_lost(lock_type.value)
 
 
 def token(reply: Any) -> int | None:
@@ -106,6 +114,8 @@ class LockBase(Generic[R]):
     )
     _conflict_type: ClassVar[Callable[..., ConflictBase]]
     """The conflict a strategy of this transport's locks receives."""
+    _renews: ClassVar[bool] = False
+    """Whether the lock is renewed while held (``renew=True``: a ``RenewingLock``)."""
     # the scopes' keys, bound on first use (_bind): the queue-time one if the type has it,
     # the runtime one if it has that, and the one acquire, release, extend and holders act on
     _queue: Scope
@@ -127,7 +137,11 @@ class LockBase(Generic[R]):
         limit: int = 1,
         job_id: str | None = None,
         on_conflict: StrategySpec | Mapping[str, StrategySpec] = None,
+        renew: bool = False,
+        **unknown: Never,
     ) -> None:
+        if unknown:
+            raise unknown_options(unknown, LOCK_OPTIONS | {"name"})
         kind = self.type = type if type.__class__ is LockType else LockType.parse(type)
         spec = self._spec = SPECS[kind]
         if ttl is None:
@@ -144,6 +158,10 @@ class LockBase(Generic[R]):
             duration_ms(timeout, "timeout", minimum_ms=0)
         if limit.__class__ is not int or not 1 <= limit <= MAX_LIMIT:  # (type is the lock type here)
             check_limit(limit)  # raises
+        if renew is not False or self._renews:
+            if not self._renews:
+                raise ArgumentError("renew=True: build the lock with client.lock(..., renew=True)")
+            check_renew(True if renew is False else renew, ttl, None)
         self.manager = manager
         self.digest = digest
         self.name = name
@@ -207,6 +225,24 @@ class LockBase(Generic[R]):
             raise LockError("a blocking acquire needs a timeout > 0 seconds")
         return wait
 
+    def _handed(self, observer: metrics.Observer) -> Callable[[], None]:
+        """What tells ``observer`` that a release handed this lock over to the waiter."""
+        return lambda: observer.lock_handed_over(self._spec.label)
+
+    def _report(self, reply: Any, started: float | None) -> None:
+        """Tell the installed observer how an acquire ended: ``reply`` a token or a conflict;
+        ``started`` (``time.monotonic``) when it waited, ``None`` when it did not."""
+        observer = metrics.observer
+        if observer is None:
+            return
+        kind, waited = self._spec.label, 0.0 if started is None else time.monotonic() - started
+        if type(reply) is int:
+            observer.lock_acquired(kind, waited)
+        elif started is None:
+            observer.lock_conflict(kind)
+        else:
+            observer.lock_timed_out(kind, waited)
+
     def _acquire_call(self, scope: Scope, job_id: str, flags: int, handoff: bool) -> tuple[str, Any, Any]:
         """The acquire script call for ``job_id`` in ``scope``: (name, keys, args). With
         ``handoff``, ``lock_handoff`` releases the job's queue-time slot in the same script.
@@ -226,13 +262,39 @@ class LockBase(Generic[R]):
         return attempt(Call(*self._acquire_call(scope, job_id, self._flags, handoff)))
 
     def _waiting(
-        self, scope: Scope, job_id: str, wait: float, handoff: bool = False, signal: Any = None
+        self, scope: Scope, job_id: str, wait: float, handoff: bool = False, listener: Any = None
     ) -> Operation[Any]:
-        """An acquire waiting up to ``wait`` seconds for releases (woken through ``signal``, a
-        listener's waiter, if given): the token or the last conflict reply."""
+        """An acquire waiting up to ``wait`` seconds for releases (woken through the client's
+        ``listener``, if given): the token or the last conflict reply."""
         first = Call(*self._acquire_call(scope, job_id, self._flags | WAITING, handoff))
-        again = Call(*self._acquire_call(scope, job_id, self._flags | WAITING | WAITED, False))
-        return wait_for(first, again, scope.wake, wait, signal=signal)
+        flags = self._flags | WAITING | WAITED
+        if listener is None:
+            return wait_for(first, Call(*self._acquire_call(scope, job_id, flags, False)), scope.wake, wait)
+        # a listening waiter queues for the lock: a release hands it over (shared/_lock_wake.lua),
+        # naming this wait (an id of its own), so a message that comes late reaches no later wait;
+        # the listener's mark ("s": a shard channel) tells the release how to publish
+        waiter = f"{listener.wait_mark}{_ids.next_id()}:{job_id}"
+        patience = self.manager.patience
+        member = (
+            f"{listener.db}:{self._ttl_ms}:{1 if flags & FENCING else 0}:{round(patience * 1000)}:{waiter}"
+        )
+        history = self.manager.max_history
+        queued = (job_id, scope.name, self._ttl_ms, flags | QUEUED, history, member)
+        last = (job_id, scope.name, self._ttl_ms, flags | DEQUEUED, history, member)
+        release = self.manager.release_args(scope, job_id)
+        leave = Call("lock_release", scope.keys, (*release, *(() if history else (0,)), member))
+        return wait_for(
+            first,
+            Call("lock_acquire", scope.keys, queued),
+            scope.wake,
+            wait,
+            listener=listener,
+            job=waiter,
+            last=Call("lock_acquire", scope.keys, last),
+            leave=leave,
+            handed=None if (observer := metrics.observer) is None else self._handed(observer),
+            patience=patience,
+        )
 
     def _acquiring(self, job_id: str, wait: float) -> Operation[int | None]:
         """An acquire of the bound main scope as one operation: the token or ``None``."""

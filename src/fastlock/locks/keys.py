@@ -9,6 +9,8 @@ Key layout (``P`` = prefix, ``b`` = the digest's bucket, ``int(digest[:8], 16) %
     P:{b}:<digest>            string slot 1 of the queue-time scope: "<token>:<waited>:<job_id>"
     P:{b}:<digest>:<i>        string slot i+1 (limit > 1)
     P:{b}:<digest>:w          list   wake list of blocked acquirers (short TTL)
+    P:{b}:<mutex>:runs        list   the reaper's run log (JSON, newest first; <mutex>: the
+                                     digest of the reaper lock "fastlock:reaper")
     P:{b}:<digest>:run[...]   the same for the runtime scope
 
 Every key of a digest carries its bucket's hash tag ``{b}``, as do the bucket's index,
@@ -60,6 +62,10 @@ class Scope:
     def slots(self) -> tuple[str, ...]:
         """The slot keys, one per holder of the limit."""
         return self.keys[4:]
+
+    def name_key(self, suffix: str) -> str:
+        """A key of this scope's own, in its slot: its first slot key and ``suffix``."""
+        return self.keys[4] + suffix
 
 
 def check_prefix(prefix: str) -> str:

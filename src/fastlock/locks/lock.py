@@ -8,9 +8,11 @@ generator. (The source of both shells: ``aio/lock.py``, see ``docs/architecture.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from .. import metrics
 from ..exceptions import ConnectionError, LockConflictError, LockNotOwnedError
 from ..locks.base import LockBase, lost_before_release
 from ..locks.conflict import Conflict
@@ -152,24 +154,35 @@ class Lock(LockBase[Runner]):
             if steps.runtime:
                 self._release(self._runtime, job_id)
         if steps.release_after and self._release(self._queue, job_id) is None:
-            lost_before_release(job_id, self.digest)
+            lost_before_release(job_id, self.digest, self.type)
         return result
 
     # --- internals --------------------------------------------------------------------
 
     def _take(self, scope: Scope, job_id: str, wait: float, handoff: bool = False) -> Any:
         """The fencing token, or the last conflict reply ``[ms to expiry, holders...]``: one
-        direct call, re-sent once if its reply was lost; with ``wait`` > 0 the wait operation."""
+        direct call, re-sent once if its reply was lost; with ``wait`` > 0 the wait operation,
+        woken through the client's listener (if it has one), entered only after a first
+        conflict."""
         if wait > 0:
-            return self.manager.runner.run(self._waiting(scope, job_id, wait, handoff))
+            started = time.monotonic()
+            runner = self.manager.runner
+            listener = getattr(runner, "listener", None)
+            reply = runner.run(self._waiting(scope, job_id, wait, handoff, listener))
+            self._report(reply, started)
+            return reply
         name, keys, args = self._acquire_call(scope, job_id, self._flags, handoff)
         try:
             reply = self._call(name, keys, args)
         except ConnectionError as lost:
             reply = self.manager.runner.run(resend(lost, Call(name, keys, args)))
         if type(reply) is int and reply > 0:  # taken: the common reply, checked without a call
+            if metrics.observer is not None:
+                metrics.observer.lock_acquired(self._spec.label, 0.0)
             return reply
-        return acquire_reply(name, reply)
+        reply = acquire_reply(name, reply)
+        self._report(reply, None)
+        return reply
 
     def _release(self, scope: Scope, job_id: str) -> int | None:
         reply = self._call("lock_release", scope.keys, self.manager.release_args(scope, job_id))

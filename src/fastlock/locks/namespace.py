@@ -15,15 +15,16 @@ from .._impl import core_of
 from ..digest import Digester, HashFunction, check_digest
 from ..exceptions import ArgumentError, ArgumentTypeError, LockError, ResponseError
 from ..operations import Call, Command, Operation
+from ..protocol.arguments import duration_ms
 from .conflict import STRATEGIES, Strategy
 from .keys import KeySpace, Scope
 from .replies import token_reply
-from .types import FENCING, TRACK
+from .types import FAIR, FENCING, TRACK
 
 if TYPE_CHECKING:
     from ..operations import AsyncRunner, Runner
 
-__all__ = ["Namespace", "eviction_policy"]
+__all__ = ["MAX_PATIENCE", "PATIENCE", "Namespace", "eviction_policy"]
 
 logger = logging.getLogger("fastlock.lock")
 
@@ -31,6 +32,11 @@ R = TypeVar("R", bound="Runner | AsyncRunner")
 
 _POLICY = re.compile(rb"^maxmemory_policy:(\S+)", re.MULTILINE)
 _SCOPES_CACHED = 1024  # scopes (key sets) kept per namespace, least recently used dropped first
+PATIENCE = 0.05
+"""Default seconds a queued waiter lets running callers take a freed lock (barging) before a
+release hands the lock to it (docs/locks.md, "Hand-over and fairness")."""
+MAX_PATIENCE = 60.0
+"""Longest ``patience`` a namespace takes."""
 
 
 def eviction_policy() -> Operation[str | None]:
@@ -76,11 +82,16 @@ class Namespace(Generic[R]):
         hash: str | HashFunction = "sha256",  # noqa: A002 - mirrors hashlib naming
         track: bool = True,
         fencing: bool = True,
+        fair: bool = False,
+        patience: float = PATIENCE,
         max_history: int = 0,
         strategies: Mapping[str, Strategy] | None = None,
     ) -> None:
         if max_history < 0:
             raise ArgumentError("max_history must be >= 0")
+        patience_ms = duration_ms(patience, "patience", minimum_ms=0)
+        if patience_ms > MAX_PATIENCE * 1000:
+            raise ArgumentError(f"patience is at most {MAX_PATIENCE} s, not {patience!r}")
         self.core = core_of(client)  # the client's core: digests, scopes, lock building
         # a manager's lock builder (the core's), bound at its first lock; an attribute set here,
         # not a cached_property, which would write to the instance __dict__ and slow every lookup
@@ -91,7 +102,11 @@ class Namespace(Generic[R]):
         self.track = track
         self.fencing = fencing
         self.max_history = max_history
-        self.flags = (TRACK if track else 0) | (FENCING if fencing else 0)
+        self.fair = fair
+        self.patience = 0.0 if fair else patience_ms / 1000
+        """Seconds a queued waiter lets running callers take a freed lock before a release
+        hands it over (0 with ``fair``: at once)."""
+        self.flags = (TRACK if track else 0) | (FENCING if fencing else 0) | (FAIR if fair else 0)
         self.strategies: dict[str, Strategy] = {**self.default_strategies, **(strategies or {})}
         self.call: Callable[..., Any] = client.call  # the hot path's script call, bound once
         self.scope = functools.lru_cache(maxsize=_SCOPES_CACHED)(self.keys.scope)

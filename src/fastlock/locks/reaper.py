@@ -12,7 +12,7 @@ from typing import Any
 from ..exceptions import UsageError
 from ..locks.lock import Lock
 from ..locks.namespace import Namespace
-from ..locks.reaping import MUTEX, ReaperBase, ReapResult
+from ..locks.reaping import MUTEX, RUNS_KEPT, ReaperBase, ReaperRun, ReapResult
 from ..operations import Runner
 
 __all__ = ["Reaper"]
@@ -40,6 +40,11 @@ class Reaper(ReaperBase[Runner]):
             return self.manager.runner.run(self.passing())
         finally:
             self._mutex.release()
+
+    def runs(self, count: int = RUNS_KEPT) -> list[ReaperRun]:
+        """The last passes of this namespace's reapers (every process's; newest first, at most
+        ``count`` of the :data:`~fastlock.locks.reaping.RUNS_KEPT` logged)."""
+        return self.manager.runner.run(self.reading_runs(count))
 
     def start(self) -> threading.Thread:
         """Run a pass now and every ``interval`` seconds in a daemon thread."""

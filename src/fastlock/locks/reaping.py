@@ -19,13 +19,18 @@ operation); :class:`~fastlock.locks.reaper.Reaper` runs it from a thread,
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import logging
+import os
+import socket
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from ..exceptions import ArgumentError
-from ..operations import Call, Operation, Runner
+from ..exceptions import ArgumentError, ProtocolError
+from ..operations import Call, Command, Commands, Operation, Runner
 from ..protocol.arguments import duration_ms
 from .admin import entry_scope, page
 from .keys import LockEntry, Scope
@@ -35,7 +40,7 @@ from .replies import reap_reply, unexpected_reply
 if TYPE_CHECKING:
     from ..operations import AsyncRunner
 
-__all__ = ["MUTEX", "ReapResult", "ReaperBase"]
+__all__ = ["MUTEX", "RUNS_KEPT", "ReapResult", "ReaperBase", "ReaperRun", "runs_reply"]
 
 R = TypeVar("R", bound="Runner | AsyncRunner")
 
@@ -43,6 +48,8 @@ logger = logging.getLogger("fastlock.reaper")
 
 Alive = Callable[[LockEntry, str], bool]
 MUTEX = "fastlock:reaper"  # the name of the reaper lock
+RUNS_KEPT = 50
+"""Passes the reaper's run log keeps (the newest), whichever process ran them."""
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,27 @@ class ReapResult:
     examined: int
     dropped: int
     released: int
+
+
+@dataclass(frozen=True)
+class ReaperRun:
+    """One logged pass: when it ended (``at``, s since the epoch, the runner's clock), how long
+    it took, what it did, and which process ran it (``host:pid``)."""
+
+    at: float
+    seconds: float
+    examined: int
+    dropped: int
+    released: int
+    runner: str
+
+
+def runs_reply(reply: Any) -> list[ReaperRun]:
+    """The passes of ``LRANGE`` over the run log, newest first."""
+    try:
+        return [ReaperRun(**json.loads(entry)) for entry in reply]
+    except (TypeError, ValueError) as exc:
+        raise ProtocolError(f"unexpected entry in the reaper's run log: {reply!r:.200}") from exc
 
 
 class ReaperBase(Generic[R]):
@@ -78,11 +106,13 @@ class ReaperBase(Generic[R]):
         self.alive = alive
         self.lease = lease
         self.mutex_digest = manager.digester.digest(MUTEX, None, None)
+        self.runs_key = manager.keys.scope(self.mutex_digest, "", 1).name_key(":runs")
         self._cursor = (0, "")
 
     def passing(self) -> Operation[ReapResult]:
-        """One pass from the cursor (without the reaper lock), as an operation."""
-        manager = self.manager
+        """One pass from the cursor (without the reaper lock), as an operation; it ends by
+        logging itself (:data:`RUNS_KEPT` kept, in the reaper lock's slot)."""
+        started, manager = time.monotonic(), self.manager
         bucket, after = self._cursor
         examined = dropped = released = visited = 0
         while examined < self.batch and visited < manager.buckets:
@@ -96,7 +126,15 @@ class ReaperBase(Generic[R]):
             if len(found) < want:
                 bucket, after, visited = (bucket + 1) % manager.buckets, "", visited + 1
         self._cursor = (bucket, after)
+        run = ReaperRun(time.time(), round(time.monotonic() - started, 6), examined, dropped, released,
+                        f"{socket.gethostname()}:{os.getpid()}")  # fmt: skip
+        logged = json.dumps(dataclasses.asdict(run))
+        yield Commands([("LPUSH", self.runs_key, logged), ("LTRIM", self.runs_key, 0, RUNS_KEPT - 1)])
         return ReapResult(examined, dropped, released)
+
+    def reading_runs(self, count: int = RUNS_KEPT) -> Operation[list[ReaperRun]]:
+        """The logged passes, newest first (at most ``count``), as an operation."""
+        return runs_reply((yield Command(("LRANGE", self.runs_key, 0, max(0, count - 1)))))
 
     def _reap(self, bucket: int, entries: list[LockEntry]) -> Operation[tuple[int, int]]:
         manager = self.manager

@@ -19,6 +19,9 @@ __all__ = [
     "SPECS",
     "TRACK",
     "check_limit",
+    "DEQUEUED",
+    "FAIR",
+    "QUEUED",
     "WAITED",
     "WAITING",
     "Execution",
@@ -80,6 +83,9 @@ TRACK = _FLAGS["TRACK"]  # keep the scope in the bucket index
 FENCING = _FLAGS["FENCING"]  # mint tokens from the bucket's counter
 WAITING = _FLAGS["WAITING"]  # on conflict, flag the holders' slots so that a release wakes a waiter
 WAITED = _FLAGS["WAITED"]  # the acquirer waited: its own slot wakes the next waiter on release
+QUEUED = _FLAGS["QUEUED"]  # on conflict, enter the listening waiter in the scope's hand-over queue
+DEQUEUED = _FLAGS["DEQUEUED"]  # on conflict, leave that queue (the waiter's last attempt)
+FAIR = _FLAGS["FAIR"]  # a free slot goes to a live queued waiter ahead of the caller first
 
 
 class LockType(str, enum.Enum):  # noqa: UP042 - StrEnum needs Python 3.11
@@ -160,6 +166,7 @@ class LockSpec:
     forced_strategy: str | None = None
     ttl_required: bool = False
     both: bool = field(init=False)
+    label: str = field(init=False, default="")  # the type's value (a metrics label), set below
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "both", self.queued and self.runtime)
@@ -177,6 +184,8 @@ SPECS: dict[LockType, LockSpec] = {
 }
 """Every lock type's spec (sidekiq-unique-jobs' semantics), written once: a new type is a
 :class:`LockType` member and its entry here (``docs/locks.md``, "Adding a lock type")."""
+for _kind, _spec in SPECS.items():
+    object.__setattr__(_spec, "label", _kind.value)
 
 _ALIASES = {
     "while_enqueued": "until_executing",

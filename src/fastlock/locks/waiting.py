@@ -1,9 +1,10 @@
 """Acquire attempts and the wait for a release, written once as operations (sans-IO).
 
 A blocked acquirer sleeps until a release of a flagged slot wakes it, and tries again; it
-never polls. With a ``signal`` (a client's wake-up listener, :mod:`fastlock.locks.notify`)
-it sleeps in-process, at most :data:`~fastlock.locks.notify.MAX_NAP` at a time; without one,
-on the scope's wake list (``BLPOP``, a connection of its own), at most :data:`MAX_BLOCK`.
+never polls. With a client's wake-up listener (:mod:`fastlock.locks.notify`) it sleeps
+in-process, at most :data:`~fastlock.locks.notify.MAX_NAP` at a time; without one,
+on the scope's wake list (``BLPOP``, a connection of its own; a read-write lock's waiter on its
+wake stream, ``XREAD``), at most :data:`MAX_BLOCK` (the caller may ask for less).
 Each single wait also ends at the acquirer's deadline and at the holders' expiry (their
 slots go without a release).
 """
@@ -16,13 +17,14 @@ from collections.abc import Callable
 from typing import Any
 
 from ..exceptions import ConnectionError
-from ..operations import Blocking, Call, Notice, Operation
+from ..operations import Blocking, Call, Listen, Notice, Operation
 from .notify import MAX_NAP
 from .replies import acquire_reply
 
 __all__ = ["MAX_BLOCK", "attempt", "resend", "wait_for"]
 
 MAX_BLOCK = 30.0  # longest single wait on a wake list, in seconds
+PATIENCE_MARGIN = 0.002  # a waiter re-checks this long after its patience ends (clocks differ)
 
 
 def resend(lost: ConnectionError, step: Call) -> Operation[Any]:
@@ -49,26 +51,119 @@ def wait_for(
     wake: str,
     wait: float,
     clock: Callable[[], float] = time.monotonic,
-    signal: Any = None,
+    listener: Any = None,
+    job: str = "",
+    last: Call | None = None,
+    leave: Call | None = None,
+    handed: Callable[[], object] | None = None,
+    patience: float = 0.0,
+    block: float = MAX_BLOCK,
+    blocker: Callable[[Any, float], tuple[Any, ...]] | None = None,
 ) -> Operation[Any]:
-    """Acquire with ``first`` (its flags ask holders to wake us); on conflict wait for
-    ``signal`` (else on the wake list ``wake``) and try ``again``, until taken or ``wait``
-    seconds (by ``clock``) have passed. The fencing token, or the last conflict reply."""
-    reply = yield from attempt(first)
-    if type(reply) is int:
-        return reply
-    deadline = clock() + wait
-    while True:
-        left = deadline - clock()
-        if left <= 0:
+    """Acquire with ``first`` (its flags ask holders to wake us); on conflict wait for a
+    release and try ``again``, until taken or ``wait`` seconds (by ``clock``) have passed.
+
+    With a ``listener`` (:mod:`fastlock.locks.notify`) the wait is in-process: after the
+    first conflict the waiter ``job`` is entered on the listener, and once the server has
+    confirmed its subscription it tries ``again`` (on a channel already listened to it is
+    entered at once and tries ``again`` first), which also queues it for a hand-over (a
+    release gives the lock to the longest-waiting live queued waiter and tells it the token:
+    no further attempt; ``handed()`` is called then; before the waiter has been queued
+    ``patience`` seconds, a release frees the lock and wakes it to try again instead, and it
+    re-checks once when its patience ends). A waiter whose subscription was lost (a
+    routed listener's: a failover, a slot moved) tries ``again`` (its client follows the
+    topology), enters again where its channel is served now, and tries ``again``. At its
+    deadline it tries ``last``, which leaves the queue; if it is cancelled (or fails) while
+    queued, the listener runs ``leave`` (release what it may have been handed, leave the
+    queue); a connection lost by a re-check is retried at the next one. Without a listener it
+    blocks on the wake list ``wake`` (``BLPOP``; or the command ``blocker(conflict, seconds)``
+    gives), at most ``block`` seconds at a time, and tries ``last`` (if given) at its deadline.
+    The fencing token, or the last conflict reply."""
+    # a channel this client listens on already: the waiter enters first, without I/O, and
+    # its first attempt queues it (the release's message cannot come before it is entered)
+    channel: bytes = b"" if listener is None else listener.channel(wake)
+    signal = None if listener is None else listener.join(channel, job)
+    done = False
+    try:
+        reply = yield from attempt(first if signal is None else again)
+        if type(reply) is int:
+            done = True
             return reply
-        expiry = reply[0]
-        block = min(left, expiry / 1000 + 0.002 if expiry >= 0 else math.inf)
+        deadline = clock() + wait
+        if listener is None:
+            done = True
+            return (yield from _blocking(again, wake, deadline, clock, reply, block, last, blocker))
+        if signal is None:
+            signal = yield Listen(listener, channel, job)
+            reply = yield from _recheck(again)
+        patient_until = clock() + patience  # queued: a release hands it the lock after this
+        while type(reply) is not int:
+            nap = _nap(deadline - clock(), reply)
+            if patience and (left := patient_until - clock()) > 0:  # one re-check at its end,
+                nap = min(nap, left + PATIENCE_MARGIN)  # which takes a lock freed meanwhile
+            if nap <= 0:
+                if last is not None:
+                    reply = yield from attempt(last)
+                break
+            given = yield Notice(signal, min(nap, MAX_NAP))
+            if type(given) is int:
+                reply = given
+                if handed is not None:
+                    handed()
+                break
+            if signal.lost:  # a failover, a slot moved: the attempt follows the topology, then
+                reply = yield from _recheck(again)  # the waiter enters where its channel is now
+                if type(reply) is int:
+                    break
+                listener.leave(channel, signal)
+                signal = yield Listen(listener, channel, job)
+            reply = yield from _recheck(again)
+        done = True
+        return reply
+    finally:
         if signal is not None:
-            yield Notice(signal, min(block, MAX_NAP))
-        else:
-            block = math.ceil(min(block, MAX_BLOCK) * 1000) / 1000  # BLPOP reads ms; 0: for ever
-            yield Blocking(("BLPOP", wake, block), block)
+            listener.leave(channel, signal)
+            if not done and leave is not None:
+                listener.abandon(leave)
+
+
+def _recheck(again: Call) -> Operation[Any]:
+    """A listening waiter's attempt; a connection lost on the way (a node killed) counts as a
+    conflict of unknown expiry: tried again at the next re-check (an acquire is idempotent: one
+    that ran is answered with its token then), the error raised only by the one at the deadline."""
+    try:
+        return (yield from attempt(again))
+    except ConnectionError:
+        return [-1]
+
+
+def _nap(left: float, conflict: list[Any]) -> float:
+    """How long to wait at most: ``left`` of the deadline, and until the holders' expiry."""
+    if left <= 0:
+        return left
+    expiry = conflict[0]
+    return min(left, expiry / 1000 + 0.002 if expiry >= 0 else math.inf)
+
+
+def _blocking(
+    again: Call,
+    wake: str,
+    deadline: float,
+    clock: Callable[[], float],
+    reply: Any,
+    most: float = MAX_BLOCK,
+    last: Call | None = None,
+    blocker: Callable[[Any, float], tuple[Any, ...]] | None = None,
+) -> Operation[Any]:
+    """Wait on the wake list (``BLPOP``, or ``blocker``'s command, on a connection of its own,
+    at most ``most`` seconds at a time) and try ``again``; at the deadline, ``last`` (if given)."""
+    while True:
+        block = _nap(deadline - clock(), reply)
+        if block <= 0:
+            return reply if last is None else (yield from attempt(last))
+        block = math.ceil(min(block, most) * 1000) / 1000  # BLPOP reads ms; 0: for ever
+        command = ("BLPOP", wake, block) if blocker is None else blocker(reply, block)
+        yield Blocking(command, block)
         reply = yield from attempt(again)
         if type(reply) is int:
             return reply

@@ -6,7 +6,9 @@ the two cannot drift apart in wording.
 
 from __future__ import annotations
 
-from ..exceptions import ArgumentError, ArgumentTypeError, ProtocolError
+from collections.abc import Collection
+
+from ..exceptions import ArgumentError, ArgumentTypeError, ProtocolError, UnknownOptionError
 
 _ARGUMENT_KINDS = ("argument", "keys", "args")
 MAX_BULK_LENGTH = 512 * 1024 * 1024
@@ -88,3 +90,18 @@ def duration_ms(seconds: object, name: str, *, minimum_ms: int = 1) -> int:
     if seconds > 0 and minimum_ms == 1:
         return 1  # a positive sub-millisecond duration rounds up, never to "no expiry"
     raise ArgumentError(f"{name} must be at least {minimum_ms} ms, not {seconds!r}")
+
+
+def unknown_options(given: Collection[str], valid: Collection[str], what: str = "lock") -> UnknownOptionError:
+    """The error for keyword options ``given`` that are not in ``valid``: it names each (with
+    the closest valid one when there is one) and the valid ones."""
+    import difflib  # only on this error path
+
+    named = []
+    for option in sorted(given):
+        close = difflib.get_close_matches(option, valid, n=1)
+        named.append(f"{option!r} (did you mean {close[0]!r}?)" if close else repr(option))
+    plural = "s" if len(named) > 1 else ""
+    return UnknownOptionError(
+        f"unknown {what} option{plural} {', '.join(named)}; the {what} options are {', '.join(sorted(valid))}"
+    )

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["SLOTS", "hash_tag", "key_slot", "same_slot"]
+from ..exceptions import ArgumentError, ArgumentTypeError
+
+__all__ = ["SLOTS", "hash_tag", "key_slot", "same_slot", "tagged_base"]
 
 SLOTS = 16384
 
@@ -45,3 +47,23 @@ def key_slot(key: str | bytes) -> int:
 def same_slot(keys: Iterable[str | bytes]) -> bool:
     """True when all ``keys`` hash to one slot (vacuously true for none)."""
     return len({key_slot(key) for key in keys}) <= 1
+
+
+def tagged_base(prefix: object, name: object, what: str) -> str:
+    """The key prefix ``<prefix>:<name>:`` of a queue or limiter (``what``) named ``name``: a
+    name without a ``{tag}`` is wrapped in one, so its keys share one slot. Refuses names and
+    prefixes that would spread the keys over several slots, or give two names the same keys."""
+    if not isinstance(name, str) or not isinstance(prefix, str):
+        raise ArgumentTypeError(f"a {what}'s name and prefix must be str")
+    tag = hash_tag(name.encode()).decode()
+    if tag == name:  # no {tag}: wrapped in one, so it may not hold braces itself
+        if not name or "{" in name or "}" in name:
+            raise ArgumentError(f"{what} name {name!r}: give a non-empty name without braces, or a {{tag}}")
+        base = f"{prefix}:{{{name}}}:"
+    elif name == f"{{{tag}}}":
+        raise ArgumentError(f"{what} name {name!r} would share its keys with {what} {tag!r}: name it {tag!r}")
+    else:
+        base = f"{prefix}:{name}:"
+    if hash_tag(base.encode()) == base.encode():
+        raise ArgumentError(f"prefix {prefix!r} breaks the {what}'s hash tag (an empty {{}})")
+    return base

@@ -10,15 +10,18 @@ a job deeper in a backlog longer than twice the window is reported as ``queued``
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 from ..exceptions import ArgumentError, ArgumentTypeError
 from ..operations import Command, Commands, Operation
-from .base import MAX_BATCH, checked_int
-from .jobs import Member, command_replies, unexpected
+from .base import CANCELLED_KEPT, MAX_BATCH, checked_int
+from .ids import due_ms
+from .jobs import PAUSED, Member, command_replies, unexpected
 
 __all__ = [
+    "OLDEST_LOOK",
     "MAX_WINDOW",
     "PREVIEW",
     "STATES",
@@ -31,6 +34,8 @@ __all__ = [
     "cancelled",
     "job_args",
     "job_info",
+    "oldest_commands",
+    "oldest_ready",
     "page",
     "peek_args",
     "unique_lock",
@@ -51,14 +56,17 @@ class JobInfo:
     """What the server holds about one job.
 
     ``state``: ``ready``, ``delayed``, ``active`` (leased), ``dead``, ``queued`` (its payload
-    is there but it was not found in the search windows: deep in a long backlog) or
-    ``missing``. ``at``: the due time (delayed), the lease deadline (active) or the time of
-    death (dead), in seconds since the epoch (server clock). ``attempts``: runs so far
-    (for an active job, counting this one). ``priority``: the level, or ``None``.
+    is there but it was not found in the search windows: deep in a long backlog),
+    ``cancelled`` (cancelled while it ran, among the last :data:`CANCELLED_KEPT`) or
+    ``missing``. ``at``: the due time (delayed), the lease deadline (active), the time of
+    death (dead) or of the cancel (cancelled), in seconds since the epoch (server clock).
+    ``attempts``: runs so far (for an active job, counting this one). ``priority``: the level, or ``None``.
     ``unique``: the digest of its ``until_executed``/``until_executing`` lock, or ``""``.
     ``token``: the fencing token of an active lease. ``payload_size``: ``None`` when the
     payload is gone. ``preview``: the payload's first :data:`PREVIEW` bytes (lookups
-    only). ``error``: a dead job's last error."""
+    only). ``error``: a dead job's last error. ``progress``: the last
+    :meth:`Queue.progress <fastlock.Queue.progress>` value (lookups only; kept for a day after
+    its update, also once the job ended), or ``None``."""
 
     id: str
     state: str
@@ -70,6 +78,7 @@ class JobInfo:
     payload_size: int | None = None
     preview: bytes | None = None
     error: str | None = None
+    progress: Any = None
 
 
 class Page(NamedTuple):
@@ -84,8 +93,8 @@ class Page(NamedTuple):
 
 
 class Cancelled(NamedTuple):
-    """A :meth:`Queue.cancel <fastlock.Queue.cancel>`: whether the job was removed, and the
-    state it was (or is still) in."""
+    """A :meth:`Queue.cancel <fastlock.Queue.cancel>`: whether the job was cancelled, and the
+    state it was (or is still) in (``active``: it was running, its worker stops it)."""
 
     done: bool
     state: str
@@ -123,9 +132,9 @@ def job_args(job_id: str, window: int, preview: int = PREVIEW) -> tuple[str, int
     return _job_id(job_id), checked_int(window, "window", 1, MAX_WINDOW), preview
 
 
-def cancel_args(job_id: str, window: int) -> tuple[str, int]:
+def cancel_args(job_id: str, window: int) -> tuple[str, int, int]:
     """Arguments of ``queue_cancel``."""
-    return _job_id(job_id), checked_int(window, "window", 1, MAX_WINDOW)
+    return _job_id(job_id), checked_int(window, "window", 1, MAX_WINDOW), CANCELLED_KEPT
 
 
 # ---- reply parsers
@@ -163,18 +172,22 @@ def page(reply: Any, state: str, offset: int) -> Page:
 
 
 def job_info(reply: Any, job_id: str) -> JobInfo:
-    """The job of a ``queue_job`` reply ``{state, entry, score, size, preview, error}``."""
+    """The job of a ``queue_job`` reply ``{state, entry, score, size, preview, error,
+    progress}``."""
     try:
-        state, entry, score, size, preview, error = reply
+        state, entry, score, size, preview, error, progress = reply
         state = state.decode()
-        if state in ("missing", "queued"):
-            return JobInfo(job_id, state, payload_size=None if size < 0 else size, preview=preview or None)
+        shown = None if progress is None else json.loads(progress)
+        if state in ("missing", "queued", "cancelled"):
+            size = None if size < 0 else size
+            at = float(score) / 1000 if state == "cancelled" else None
+            return JobInfo(job_id, state, at=at, payload_size=size, preview=preview or None, progress=shown)
         if state not in STATES:
             raise ValueError(reply)
         info = _from_entry(job_id.encode() if state == "dead" else entry, score, size, error, state)
         if info.id != job_id:
             raise ValueError(reply)
-        return replace(info, preview=preview or None)
+        return replace(info, preview=preview or None, progress=shown)
     except (TypeError, ValueError, AttributeError, IndexError):
         raise unexpected("queue_job", reply) from None
 
@@ -220,3 +233,34 @@ def unique_lock(key: str, prefix: str, digest: str) -> Operation[UniqueLock | No
     if owner is not None:
         return UniqueLock(digest, owner.decode(), "ttl", ms / 1000 if ms >= 0 else None)
     return None
+
+
+OLDEST_LOOK = 4
+"""Words at the claiming end of ready :func:`oldest_ready` looks at for a first attempt's."""
+
+
+def oldest_commands(ready: str, prio: str) -> list[tuple[Any, ...]]:
+    """The commands of :func:`oldest_ready`: the last words of ``ready`` (the next claimed),
+    the first of the prioritised lane, the server's time (last: a cluster routes by the first
+    command's key)."""
+    return [("LRANGE", ready, -OLDEST_LOOK, -1), ("ZRANGE", prio, 0, 0), ("TIME",)]
+
+
+def oldest_ready(replies: list[Any]) -> float | None:
+    """Seconds since the job a claim would take next became due (server's now, the due time
+    its producer wrote in its fresh id): of the plain lane's next first attempt (among its last
+    :data:`OLDEST_LOOK` words) and the prioritised lane's next, the older; ``None`` when
+    neither is known (nothing ready, given ids, retries)."""
+    tail, first, (seconds, micros) = command_replies(replies, 3, "oldest_ready")
+    now = int(seconds) * 1000 + int(micros) // 1000
+    dues = []
+    for lane in (reversed(tail), first):
+        for word in lane:
+            if word == PAUSED:
+                continue
+            attempts, _, rest = word.partition(b"|")
+            due = due_ms(rest.split(b"|", 2)[-1].decode()) if attempts == b"0" else None
+            if due is not None:
+                dues.append(due)
+                break
+    return max(0.0, (now - min(dues)) / 1000) if dues else None

@@ -12,9 +12,11 @@ from .. import _ids as ids_source
 from .._impl import core_of
 from ..digest import Digester, check_digest
 from ..exceptions import ArgumentError, ArgumentTypeError
+from ..limits.base import queue_rate_args
 from ..operations import Call, Operation
 from ..protocol.arguments import duration_ms
-from ..protocol.slots import hash_tag
+from ..protocol.slots import tagged_base
+from .ids import CARRY_MARK, FRESH_MARK
 from .jobs import Job, Recovered, Unique, enqueued_many, extended, recovered
 
 __all__ = [
@@ -31,12 +33,13 @@ MAX_BATCH = 1000
 """Most jobs one script call enqueues, claims, completes, extends, recovers or touches."""
 ERROR_LIMIT = 4000
 """Characters of a dead job's error text kept in Redis."""
+CANCELLED_KEPT = 10_000
+"""Cancelled running jobs remembered (their ids, for their holders and :meth:`Queue.job`)."""
 MAX_PRIORITY = 2**20
 MAX_COUNT = 2**53
 """Largest attempt count, history size or job count a queue takes (exact in Lua's doubles)."""
 MAX_KEEP_COMPLETED = 2**31 - 1
 """Largest completion history (Lua turns larger numbers into floating-point text)."""
-FRESH_MARK = "~"
 """First character of every fresh job id, and of no custom one: the two never collide."""
 INTERRUPT_TTL_MS = 60_000
 """An interrupt no wait consumed expires by itself after this long."""
@@ -89,26 +92,6 @@ def _ids(ids: Iterable[str]) -> tuple[str, ...]:
     return chosen
 
 
-def _key_base(prefix: object, name: object) -> str:
-    """The queue's key prefix ``<prefix>:<name>:`` (a name without a ``{tag}`` is wrapped in
-    one). Refuses names and prefixes that would spread the queue over several cluster slots,
-    or give two names the same keys."""
-    if not isinstance(name, str) or not isinstance(prefix, str):
-        raise ArgumentTypeError("a queue's name and prefix must be str")
-    tag = hash_tag(name.encode()).decode()
-    if tag == name:  # no {tag}: wrapped in one, so it may not hold braces itself
-        if not name or "{" in name or "}" in name:
-            raise ArgumentError(f"queue name {name!r}: give a non-empty name without braces, or a {{tag}}")
-        base = f"{prefix}:{{{name}}}:"
-    elif name == f"{{{tag}}}":
-        raise ArgumentError(f"queue name {name!r} would share its keys with queue {tag!r}: name it {tag!r}")
-    else:
-        base = f"{prefix}:{name}:"
-    if hash_tag(base.encode()) == base.encode():
-        raise ArgumentError(f"prefix {prefix!r} breaks the queue's hash tag (an empty {{}})")
-    return base
-
-
 def _batch_error(count: int, what: str) -> ValueError:
     return ValueError(f"{what} must be between 1 and {MAX_BATCH}, not {count}")
 
@@ -157,6 +140,7 @@ class QueueOptions(TypedDict, total=False):
     keep_completed: int
     digester: Digester | None
     prefix: str
+    rate: tuple[int, float] | tuple[int, float, int] | None
 
 
 class QueueBase(Generic[R]):
@@ -170,7 +154,10 @@ class QueueBase(Generic[R]):
     :meth:`Queue.fail`, either a callable of the attempt number or a base ``b`` giving
     ``b * 2 ** (attempt - 1)`` capped at one hour; ``keep_completed``: completions
     remembered so a retried :meth:`Queue.complete` succeeds instead of raising (0 = none);
-    ``digester``: computes :class:`Unique` digests (the lock API's default: SHA-256).
+    ``digester``: computes :class:`Unique` digests (the lock API's default: SHA-256);
+    ``rate``: ``(count, per)`` or ``(count, per, burst)``, at most ``count`` jobs claimed per
+    ``per`` seconds across every worker (GCRA on the server clock, ``burst``, default
+    ``count``, at once after a quiet spell; docs/queues.md, "Rate limits").
     Every process using a queue should pass the same options.
     """
 
@@ -185,8 +172,9 @@ class QueueBase(Generic[R]):
         keep_completed: int = 10_000,
         digester: Digester | None = None,
         prefix: str = "fl",
+        rate: tuple[int, float] | tuple[int, float, int] | None = None,
     ) -> None:
-        self.prefix = _key_base(prefix, name)
+        self.prefix = tagged_base(prefix, name, "queue")
         self._default_lease_ms = duration_ms(lease, "lease")
         self.max_attempts = checked_int(max_attempts, "max_attempts", 1)
         self._backoff_ms = None if callable(backoff) else duration_ms(backoff, "backoff", minimum_ms=0)
@@ -200,9 +188,17 @@ class QueueBase(Generic[R]):
         self.digester = digester or Digester(core=self.core)
         self.keys = tuple(self.prefix + suffix for suffix in _SUFFIXES)
         self.key = dict(zip(_SUFFIXES, self.keys, strict=True))
+        self.key["cancelled"] = self.prefix + "cancelled"  # the ids of cancelled running jobs
+        self.cancel_keys = (*self.keys, self.key["cancelled"])
         self.plain_keys = self.keys[:_PLAIN_KEYS]
         self.producer_keys = self.keys[:_PRODUCER_KEYS]
         self.worker_keys = self.keys[:_WORKER_KEYS]
+        self.rate = rate
+        if rate is not None:  # claim and complete send the rate key and the GCRA arguments too
+            self._rate_args = queue_rate_args(rate)
+            self.worker_keys = (*self.worker_keys, self.prefix + "rate")
+            self._claim_args = self._rated_claim_args  # type: ignore[method-assign]
+            self._complete_args = self._rated_complete_args  # type: ignore[method-assign]
 
     @property
     def lease(self) -> float:
@@ -232,10 +228,16 @@ class QueueBase(Generic[R]):
     # ---- the checked arguments of each call (see Queue for what each operation does)
 
     def _enqueue_call(
-        self, payload: object, job_id: object, delay: float | None, priority: int | None, unique: object
+        self,
+        payload: object,
+        job_id: object,
+        delay: float | None,
+        priority: int | None,
+        unique: object,
+        carried: str | None = None,
     ) -> tuple[Sequence[str], tuple[Any, ...]]:
         """Keys and arguments of ``queue_enqueue`` (the id first; a plain job's call sends
-        only the keys and arguments it uses)."""
+        only the keys and arguments it uses); a fresh id carries ``carried`` after ``@``."""
         if type(payload) not in _EXACT_PAYLOAD_TYPES:
             _check_payload(payload)
         keys, mode, digest, ttl = self.producer_keys, "", "", 0
@@ -247,22 +249,29 @@ class QueueBase(Generic[R]):
             if mode == "t":
                 ttl = duration_ms(unique.ttl, "ttl")
                 keys = (*keys, f"{self.prefix}u:{digest}")
+        delay_ms = 0 if delay is None else duration_ms(delay, "delay", minimum_ms=0)
         if job_id is None:
-            job_id = FRESH_MARK + next(ids_source.ids)
+            job_id = ids_source.fresh_id(self.core, delay_ms)
+            if carried is not None:
+                job_id += CARRY_MARK + carried
         elif not isinstance(job_id, str):
             raise ArgumentTypeError(f"job_id must be a str, not {type(job_id).__qualname__!r}")
         elif not job_id or job_id[0] == FRESH_MARK:
             raise ArgumentError(f"job_id must be non-empty and not start with {FRESH_MARK!r} (fresh ids do)")
-        delay_ms = 0 if delay is None else duration_ms(delay, "delay", minimum_ms=0)
         level = "" if priority is None else _level(priority)
         if not (delay_ms or level or mode):
             return self.plain_keys, (job_id, payload)
         return keys, (job_id, payload, delay_ms, level, mode, digest, ttl)
 
     def _enqueue_many_calls(
-        self, payloads: Iterable[bytes | str], delay: float | None, priority: int | None
+        self,
+        payloads: Iterable[bytes | str],
+        delay: float | None,
+        priority: int | None,
+        carried: str | None = None,
     ) -> list[list[Any]]:
-        """Arguments of each ``queue_enqueue_many`` call, :data:`MAX_BATCH` fresh jobs each."""
+        """Arguments of each ``queue_enqueue_many`` call, :data:`MAX_BATCH` fresh jobs each
+        (their ids carrying ``carried`` after ``@``)."""
         delay_ms = 0 if delay is None else duration_ms(delay, "delay", minimum_ms=0)
         level = "" if priority is None else _level(priority)
         if isinstance(payloads, str | bytes):
@@ -274,7 +283,9 @@ class QueueBase(Generic[R]):
         calls = []
         for start in range(0, len(todo), MAX_BATCH):
             chunk = todo[start : start + MAX_BATCH]
-            fresh = ids_source.take(len(chunk), FRESH_MARK, self.core)
+            fresh = ids_source.fresh(len(chunk), delay_ms, self.core)
+            if carried is not None:
+                fresh = [job_id + CARRY_MARK + carried for job_id in fresh]
             args: list[Any] = [delay_ms, level, *fresh, *chunk]
             args[2::2], args[3::2] = fresh, chunk  # id, payload pairs
             calls.append(args)
@@ -284,6 +295,15 @@ class QueueBase(Generic[R]):
         if type(count) is not int or not 1 <= count <= MAX_BATCH:
             checked_int(count, "count", 1, MAX_BATCH)
         return count, self._default_lease_ms if lease is None else duration_ms(lease, "lease")
+
+    def _rated_claim_args(self, count: int, lease: float | None) -> tuple[Any, ...]:
+        return (*QueueBase._claim_args(self, count, lease), *self._rate_args)
+
+    def _rated_complete_args(self, jobs: Sequence[Job], claim: int, lease: float | None) -> list[Any] | None:
+        args = QueueBase._complete_args(self, jobs, claim, lease)
+        if args is not None:
+            args[3:3] = self._rate_args
+        return args
 
     def _complete_args(self, jobs: Sequence[Job], claim: int, lease: float | None) -> list[Any] | None:
         """Arguments of ``queue_complete``, or None when ``jobs`` is empty (nothing to send)."""
@@ -315,6 +335,10 @@ class QueueBase(Generic[R]):
             delay = self._retry_ms(job.attempt)
         text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
         return job.member, delay, text[:ERROR_LIMIT]
+
+    def progress_key(self, job_id: str) -> str:
+        """The key of job ``job_id``'s progress (in the queue's slot)."""
+        return f"{self.prefix}p:{job_id}"
 
     def _extend_calls(self, jobs: Sequence[Job], lease: float | None) -> list[list[Any]]:
         """Arguments of each ``queue_extend`` call, :data:`MAX_BATCH` leases each."""
@@ -369,4 +393,4 @@ class QueueBase(Generic[R]):
 
     def _stats_commands(self) -> list[tuple[Any, ...]]:
         zcard = [("ZCARD", self.key[suffix]) for suffix in ("prio", "delayed", "active", "dead")]
-        return [("LLEN", self.key["ready"]), *zcard]
+        return [("LLEN", self.key["ready"]), *zcard, ("LINDEX", self.key["ready"], -1)]

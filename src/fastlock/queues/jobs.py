@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 from .._impl import Core
 from ..exceptions import (
     ArgumentError,
     ArgumentTypeError,
     DuplicateJob,
+    JobCancelled,
     LeaseLost,
     ProtocolError,
     ResponseError,
@@ -23,7 +24,7 @@ from ..exceptions import (
 from ..locks.types import LockType
 from ..protocol.arguments import duration_ms
 
-__all__ = ["Batch", "DeadJob", "Job", "Member", "QueueStats", "Recovered", "Unique"]
+__all__ = ["Batch", "CancelledJob", "DeadJob", "Job", "Member", "QueueStats", "Recovered", "Unique"]
 
 
 class Member(NamedTuple):
@@ -56,7 +57,8 @@ class Job:
     """A claimed job: ``attempt`` counts this run (1 for the first); ``token`` is its
     fencing token, strictly increasing per queue; ``member`` its :class:`Member`, encoded.
     ``lost`` turns true once a heartbeat (:meth:`Queue.extend`) finds the lease gone: the
-    job now belongs to someone else."""
+    job now belongs to someone else; ``cancelled`` (and ``lost``) once it finds the job
+    cancelled (:meth:`Queue.cancel`): the job is then a :class:`CancelledJob`."""
 
     id: str
     payload: bytes
@@ -64,13 +66,34 @@ class Job:
     token: int
     member: bytes = field(repr=False)
     lost: bool = False
+    cancelled: ClassVar[bool] = False  # a class's: nothing set per claimed job
+
+    def raise_if_cancelled(self) -> None:
+        """Raise :class:`JobCancelled` if the job was seen cancelled (by the heartbeat, an
+        :meth:`Queue.extend` or :meth:`Queue.holds`): a handler's cooperative stop."""
+        if self.cancelled:
+            raise JobCancelled(self.id)
+
+
+class CancelledJob(Job):
+    """A :class:`Job` seen cancelled while it ran (its class changed in place by
+    :meth:`Queue.extend` or :meth:`Queue.holds`): ``cancelled`` is true."""
+
+    __slots__ = ()
+    cancelled: ClassVar[bool] = True
+
+
+PAUSED = b"paused"
+"""The word a paused queue holds at the tail of its ready list (``lua/shared/_queue_keys.lua``)."""
 
 
 class Batch(list[Job]):
     """Jobs from one claim. When nothing was ready, ``next_due_in`` holds the seconds until
-    the earliest delayed job is due (server clock), or ``None`` when none is waiting."""
+    the earliest delayed job is due (server clock), or ``None`` when none is waiting;
+    ``paused`` is True when the queue is paused (:meth:`Queue.pause`)."""
 
-    next_due_in: float | None = None  # a class default: no __init__ frame on every claim
+    next_due_in: float | None = None  # class defaults: no __init__ frame on every claim
+    paused: bool = False
 
 
 _UNIQUE_MODES = {LockType.UNTIL_EXECUTED: "d", LockType.UNTIL_EXECUTING: "s", LockType.UNTIL_EXPIRED: "t"}
@@ -126,12 +149,14 @@ class DeadJob(NamedTuple):
 
 
 class QueueStats(NamedTuple):
-    """Job counts: ``ready`` (both lanes), ``delayed``, ``active`` (leased), ``dead``."""
+    """Job counts: ``ready`` (both lanes), ``delayed``, ``active`` (leased), ``dead``; and
+    whether claims are ``paused``."""
 
     ready: int
     delayed: int
     active: int
     dead: int
+    paused: bool = False
 
 
 class Recovered(NamedTuple):
@@ -163,7 +188,10 @@ def _picked(jobs: Sequence[Job], indexes: list[Any], script: str, reply: object)
 
 
 def enqueued(reply: Any, job_id: str) -> str:
-    """``job_id`` if ``queue_enqueue`` added it; :class:`DuplicateJob` naming the holder."""
+    """``job_id`` if ``queue_enqueue`` added it, the owner's id if it replaced or extended the
+    owner's waiting job; :class:`DuplicateJob` naming the holder. (The queue shells let the
+    Cython core read the common reply first, ``_enqueued`` in ``_coreparts/domain_jobs.pxi``:
+    this function is its twin, run for every reply it leaves.)"""
     try:
         added, owner = reply
     except (TypeError, ValueError):
@@ -172,6 +200,8 @@ def enqueued(reply: Any, job_id: str) -> str:
         return job_id
     if added == 0 and isinstance(owner, bytes):
         raise DuplicateJob(owner.decode())
+    if added == 2 and isinstance(owner, bytes):  # the owner's waiting job replaced or extended
+        return owner.decode()
     raise unexpected("queue_enqueue", reply)
 
 
@@ -196,7 +226,9 @@ def claimed(reply: Any, core: Core) -> Batch:
     try:
         if len(reply) == 2:
             now, next_due = reply
-            if next_due != -1:
+            if next_due == -2:
+                batch.paused = True
+            elif next_due != -1:
                 batch.next_due_in = max(0.0, (float(next_due) - now) / 1000)
             return batch
         append = batch.append
@@ -211,7 +243,9 @@ def claimed(reply: Any, core: Core) -> Batch:
 
 
 def completed(reply: Any, jobs: Sequence[Job], claim: int, core: Core) -> Batch:
-    """The batch ``queue_complete`` claimed; :class:`LeaseLost` listing the lost jobs."""
+    """The batch ``queue_complete`` claimed; :class:`LeaseLost` listing the lost jobs. (The
+    queue shells let the Cython core read the common reply first, ``_completed_jobs`` in
+    ``_coreparts/domain_jobs.pxi``: this function is its twin, run for every reply it leaves.)"""
     try:
         lost, claim_reply = reply
     except (TypeError, ValueError):
@@ -230,15 +264,30 @@ def failed(reply: Any, job: Job) -> bool:
     raise unexpected("queue_fail", reply)
 
 
+def progressed(reply: Any, job: Job) -> None:
+    """``queue_progress`` stored it; else :class:`LeaseLost` (``job.lost`` set)."""
+    if reply == 1 and type(reply) is int:
+        return
+    if reply == 0 and type(reply) is int:
+        job.lost = True
+        raise LeaseLost([job])
+    raise unexpected("queue_progress", reply)
+
+
 def extended(reply: Any, jobs: Sequence[Job]) -> list[Job]:
-    """The jobs of ``queue_extend``'s call whose lease was lost, their ``lost`` flag set."""
+    """The jobs of ``queue_extend``'s call whose lease was lost, their ``lost`` flag set (and
+    ``cancelled`` for the cancelled ones, answered as negative indexes)."""
     try:
         _now, *gone = reply
     except (TypeError, ValueError):
         raise unexpected("queue_extend", reply) from None
-    lost = _picked(jobs, gone, "queue_extend", reply)
-    for job in lost:
+    if not gone:
+        return []
+    lost = _picked(jobs, [abs(i) if type(i) is int else i for i in gone], "queue_extend", reply)
+    for job, index in zip(lost, gone, strict=True):
         job.lost = True
+        if index < 0:  # cancelled
+            job.__class__ = CancelledJob
     return lost
 
 
@@ -297,10 +346,19 @@ def command_replies(replies: list[Any], count: int, what: str) -> list[Any]:
     return replies
 
 
+def paused_changed(reply: Any) -> bool:
+    """Whether ``queue_pause`` changed the queue's state (1) or found it so already (0)."""
+    if reply in (0, 1) and type(reply) is int:
+        return reply == 1
+    raise unexpected("queue_pause", reply)
+
+
 def queue_stats(replies: list[Any]) -> QueueStats:
-    """The counts of ``LLEN ready`` and ``ZCARD`` of prio, delayed, active and dead."""
-    counts = command_replies(replies, 5, "stats")
+    """The counts of ``LLEN ready`` and ``ZCARD`` of prio, delayed, active and dead, then
+    ``LINDEX ready -1`` (the pause marker when paused)."""
+    *counts, tail = command_replies(replies, 6, "stats")
     if not all(type(n) is int for n in counts):
         raise unexpected("stats", counts)
     n_ready, n_prio, n_delayed, n_active, n_dead = counts
-    return QueueStats(n_ready + n_prio, n_delayed, n_active, n_dead)
+    paused = tail == PAUSED
+    return QueueStats(n_ready - paused + n_prio, n_delayed, n_active, n_dead, paused)

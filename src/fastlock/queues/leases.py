@@ -107,11 +107,17 @@ class Leases:
         return [(queue, list(self._held[queue].values())) for queue in due], wait
 
     def renewed(self, queue: QueueBase[Any], lost: list[Job]) -> None:
-        """After an extend: drop (and log) the still-held jobs whose lease was lost."""
+        """After an extend: drop (and log) the still-held jobs whose lease was lost or that
+        were cancelled."""
         self._warn.recovered(queue, quiet=True)  # the worker says it
         lost = [job for job in lost if job.member in self._held.get(queue, {})]
+        cancelled = [job.id for job in lost if job.cancelled]
+        if cancelled:
+            log.info("%r: %d job(s) cancelled while running: %s", queue, len(cancelled), cancelled)
+        if len(cancelled) < len(lost):
+            gone = [job.id for job in lost if not job.cancelled]
+            log.warning("%r: lease lost for %d job(s): %s", queue, len(gone), gone)
         if lost:
-            log.warning("%r: lease lost for %d job(s): %s", queue, len(lost), [j.id for j in lost])
             self.release(queue, lost)
 
     def failed(self, queue: QueueBase[Any], exc: Exception) -> None:

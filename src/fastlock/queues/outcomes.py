@@ -6,11 +6,14 @@ error: the exception and its traceback, bounded)."""
 from __future__ import annotations
 
 import traceback
+from collections.abc import Callable, Generator
+from typing import Any
 
+from .. import metrics
 from ..protocol.arguments import duration_ms
-from .base import ERROR_LIMIT
+from .base import ERROR_LIMIT, QueueBase
 
-__all__ = ["DeadLetter", "JobTimeout", "Retry", "error_text"]
+__all__ = ["DeadLetter", "JobTimeout", "Retry", "error_text", "timed"]
 
 
 class Retry(Exception):
@@ -32,6 +35,24 @@ class DeadLetter(Exception):
 
 class JobTimeout(Exception):
     """A handler ran past the worker's ``job_timeout``: its job is failed (retried or dead)."""
+
+
+def timed(queue: QueueBase[Any], clock: Callable[[], float], job: Any, act: Any) -> Generator[Any, Any, Any]:
+    """A plan's step running a handler on ``job`` (``act``) inside the installed observer's
+    :meth:`~fastlock.metrics.Observer.processing`, its run time on ``clock`` sent to
+    :meth:`~fastlock.metrics.Observer.job_ran` with how it ended."""
+    observer = metrics.observer
+    if observer is None:
+        return (yield act)
+    started = clock()
+    with observer.processing(queue.name, job):
+        try:
+            result = yield act
+        except Exception as exc:
+            observer.job_ran(queue.name, clock() - started, type(exc).__name__)
+            raise
+    observer.job_ran(queue.name, clock() - started, None)
+    return result
 
 
 def error_text(exc: BaseException) -> str:

@@ -4,16 +4,15 @@
 :class:`Act` requests (a queue method to call, the handler or a hook to run, a pause) and
 receiving their results, or their ``Exception`` thrown in; :class:`~fastlock.queues.worker.Worker`
 drives it with blocking calls, :class:`~fastlock.aio.AsyncWorker` awaits the same acts, one
-plan per loop (the stop too: :meth:`WorkerBase._waking`). The plan decides
-what happens: batch completion (each success completed before the next job starts, the last
-one with the next claim), renewal of a slow batch, failures (``queue.fail``: retried with
-backoff or :class:`Retry`'s delay, dead-lettered with a traceback or :class:`DeadLetter`'s
-reason), a job past ``job_timeout`` (:class:`JobTimeout`, from the transport), the hooks,
-the graceful stop (the unstarted rest of a batch handed back at once, ``queue.release``),
-burst runs, which errors are :data:`TRANSIENT` (waited out with a jittered pause, warned
-about rate-limited, one line when the server is back), recovery about every half lease,
-the idle wait.
-"""
+plan per loop (the stop too: :meth:`WorkerBase._waking`). The plan decides what happens: batch
+completion (each success completed before the next job starts, the last one with the next
+claim), renewal of a slow batch, failures (``queue.fail``: retried with backoff or
+:class:`Retry`'s delay, dead-lettered with a traceback or :class:`DeadLetter`'s reason), a job
+past ``job_timeout`` (:class:`JobTimeout`, from the transport), a cancelled job (ended), the
+hooks, the graceful stop (the unstarted rest of a batch handed back at once, ``queue.release``),
+burst runs, which errors are :data:`TRANSIENT` (waited out with a jittered pause, warned about
+rate-limited, one line when the server is back), recovery about every half lease, the idle
+wait; each handler's run time goes to the metrics observer (``timed``)."""
 
 from __future__ import annotations
 
@@ -31,7 +30,7 @@ from ..protocol.arguments import duration_ms
 from .base import MAX_BATCH, MAX_COUNT, QueueBase, checked_int
 from .jobs import Batch, Job
 from .leases import TRANSIENT, Leases, Warnings
-from .outcomes import DeadLetter, JobTimeout, Retry, error_text
+from .outcomes import DeadLetter, JobTimeout, Retry, error_text, timed
 
 __all__ = [
     "WorkerOptions",
@@ -206,9 +205,9 @@ class WorkerBase(Generic[Q]):
                     continue
                 if not jobs:
                     due = jobs.next_due_in
-                    if self.burst and (due is None or due > self.idle_wait):
+                    if self.burst and (jobs.paused or due is None or due > self.idle_wait):
                         return
-                    yield from self._idle(loop, due)
+                    yield from self._idle(loop, due, jobs.paused)  # paused: a nap that resume ends
                     continue
             held = list(jobs)
             leases.hold(self.queue, held)
@@ -268,18 +267,19 @@ class WorkerBase(Generic[Q]):
 
     def _handle(self, job: Job, leases: _Held) -> Generator[Act, Any, bool]:
         """``before``, the handler (for at most ``job_timeout``), ``after``; True on success.
-        A failure (the hook's or the handler's) stops the job's renewal and fails it."""
+        A failure stops the job's renewal and fails it; a cancelled job is neither failed nor completed."""
         try:
             if self.before is not None:
                 yield Act("call", (self.before, job))
-            yield Act("handle", (job,), self._timeout)
+            yield from timed(self.queue, self._clock, job, Act("handle", (job,), self._timeout))
         except Exception as exc:  # noqa: BLE001 - any handler error fails the job, the loop goes on
             leases.release(self.queue, [job])
-            yield from self._fail(job, exc)
+            if not job.cancelled:
+                yield from self._fail(job, exc)
             return False
-        if self.after is not None:
+        if self.after is not None and not job.cancelled:
             yield from self._hook(self.after, job)
-        return True
+        return not job.cancelled
 
     def _fail(self, job: Job, exc: Exception) -> Generator[Act, Any, None]:
         """Fail ``job``: retried (the backoff, or :class:`Retry`'s delay) or dead-lettered
@@ -390,8 +390,8 @@ class WorkerBase(Generic[Q]):
         except TRANSIENT as exc:
             self._warn(exc, "recovery failed")
 
-    def _idle(self, loop: _Loop, next_due_in: float | None) -> Generator[Act, Any, None]:
-        timeout = min(self.idle_wait, self._next_recovery - self._clock())
+    def _idle(self, loop: _Loop, next_due_in: float | None, paused: bool) -> Generator[Act, Any, None]:
+        timeout = min(float("inf") if paused else self.idle_wait, self._next_recovery - self._clock())
         if next_due_in is not None:
             timeout = min(timeout, next_due_in)
         try:

@@ -19,10 +19,11 @@ loop moves on; its ``job.lost`` is set so that it can notice); SIGTERM/SIGINT ha
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from types import FrameType
 from typing import Any
 
@@ -104,7 +105,9 @@ class Worker(WorkerBase[Queue]):
     (``queue.fail``: retried after the queue's backoff or dead-lettered with its traceback;
     :class:`Retry` picks the delay, :class:`DeadLetter` buries the job now). Before
     committing an effect, a handler can ask ``queue.holds(job)`` (one round trip, fenced by
-    the token); ``job.lost`` is only the heartbeat's last view. ``job_timeout``: seconds a
+    the token); ``job.lost`` is only the heartbeat's last view. A job cancelled while it runs
+    (:meth:`Queue.cancel`) is ended, neither failed nor completed, once the handler stops:
+    it checks ``job.cancelled`` or ``job.raise_if_cancelled()``. ``job_timeout``: seconds a
     handler may run before its job is failed with :class:`JobTimeout` (the handler is then
     abandoned in its thread, see the module docstring). ``burst``: return once nothing is
     ready nor due within ``idle_wait``. Hooks: ``before(job)`` (raising fails the job),
@@ -123,20 +126,49 @@ class Worker(WorkerBase[Queue]):
         once. A stopped worker stays stopped."""
         self._drive(self._waking())
 
-    def run(self, *, max_jobs: int | None = None, install_signals: bool = False) -> int:
+    def run(
+        self, *, max_jobs: int | None = None, schedules: bool = False, install_signals: bool = False
+    ) -> int:
         """Process jobs until :meth:`stop` is called, ``max_jobs`` jobs were handled (by all
         loops together) or, in ``burst`` mode, the queue is empty; returns the number of jobs
         handled (jobs skipped as lost or handed back are not counted). ``install_signals``
         (main thread only): SIGTERM and SIGINT call :meth:`stop`, and the previous handlers
         are back at once, so a second signal acts as it would have (SIGINT raises
-        KeyboardInterrupt, SIGTERM ends the process); restored when run returns."""
+        KeyboardInterrupt, SIGTERM ends the process); restored when run returns. ``schedules``:
+        also be a scheduler of the queue's periodic jobs (:meth:`Queue.run_schedules`, in a
+        thread) while it runs; its error is raised."""
         tally = self._tally(max_jobs, threading.Lock())
-        with installed(install_signals, self._arm):
+        with installed(install_signals, self._arm), self._scheduling(schedules):
             if self.concurrency == 1:
                 self._drive(self._looping(tally, heartbeat(), self._interrupts[0]))
             else:
                 self._run_threads(tally)
         return tally.handled
+
+    @contextlib.contextmanager
+    def _scheduling(self, schedules: bool) -> Iterator[None]:
+        """A scheduler thread while the block runs (when ``schedules``); its error is raised."""
+        if not schedules:
+            yield
+            return
+        done, errors, wake = threading.Event(), [], self._interrupts[0] + ":schedules"
+
+        def schedule() -> None:
+            try:
+                self.queue.run_schedules(stop=done.is_set, interrupt=wake)
+            except BaseException as exc:  # noqa: BLE001 - raised once the loops return
+                errors.append(exc)
+
+        thread = threading.Thread(target=schedule, name="fastlock-scheduler", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            done.set()
+            self.queue.interrupt(wake)
+            thread.join()
+        if errors:
+            raise errors[0]
 
     def _arm(self) -> Callable[[], None]:
         """SIGTERM and SIGINT call :meth:`stop`; what puts the previous handlers back (at the

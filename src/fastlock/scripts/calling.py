@@ -32,6 +32,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import metrics
 from ..exceptions import (
     BusyError,
     NoScriptError,
@@ -54,6 +55,7 @@ __all__ = [
     "kill_busy_script",
     "load_commands",
     "meta_values",
+    "call_recorder",
     "read_server_version",
     "record_call",
     "record_failure",
@@ -113,19 +115,52 @@ def read_server_version(settings: ScriptSettings) -> Operation[str]:
     return version
 
 
-def record_call(script: Script, settings: ScriptSettings, seconds: float) -> None:
-    """Count a call of ``script`` that succeeded after ``seconds`` (and log it when debugging)."""
-    durations = script.stats.durations
-    durations.append(seconds)
-    if len(durations) >= ScriptStats.FOLD_AT:
-        script.stats.fold()
-    if settings.debug:
-        _log.debug("script %s took %.3f ms", script.name, seconds * 1e3)
+def observed_calls(
+    observer: metrics.Observer | None,
+) -> tuple[Callable[[], Any], str, Callable[[str, float], None]] | None:
+    """What a client made now reports each call with: ``(gate, key, on_call)``, calling
+    ``on_call(name, seconds)`` while ``gate().get(key)`` is not ``None``, for a
+    :attr:`~fastlock.metrics.Observer.per_call` observer; ``None`` for any other."""
+    if observer is None or not observer.per_call:
+        return None
+    gate, key = observer.call_gate() or (_OPEN_GATE.copy, "open")
+    return gate, key, observer.script_call
+
+
+def call_recorder(
+    observer: metrics.Observer | None = None,
+) -> Callable[[Script, ScriptSettings, float], None]:
+    """How a client records a call that succeeded: its duration counted (folded every
+    ``ScriptStats.FOLD_AT`` calls), logged when debugging and reported as
+    :func:`observed_calls` says (the core's ``ScriptCaller.observe`` does that in C)."""
+    fold_at = ScriptStats.FOLD_AT
+    gate, key, on_call = observed_calls(observer) or (None, "", None)
+
+    def record_call(script: Script, settings: ScriptSettings, seconds: float) -> None:
+        stats = script.stats
+        durations = stats.durations
+        durations.append(seconds)
+        if len(durations) >= fold_at:
+            stats.fold()
+        if settings.debug:
+            _log.debug("script %s took %.3f ms", script.name, seconds * 1e3)
+        if gate is not None and gate().get(key) is not None:
+            on_call(script.name, seconds)  # type: ignore[misc]  # (set with the gate)
+
+    return record_call
+
+
+_OPEN_GATE = {"open": True}
+record_call = call_recorder()
+"""Count a call of a script that succeeded after some seconds (and log it when debugging)."""
 
 
 def record_failure(script: Script, settings: ScriptSettings, seconds: float, failure: BaseException) -> None:
     """Count a call of ``script`` that raised ``failure`` after ``seconds`` (and log it when debugging)."""
     script.stats.record_error(seconds)
+    observer = metrics.observer
+    if observer is not None:
+        observer.script_failed(script.name, seconds, type(failure).__name__)
     if settings.debug:
         _log.debug("script %s failed after %.3f ms: %r", script.name, seconds * 1e3, failure)
 
@@ -152,6 +187,8 @@ def recover(
         if isinstance(error, NoScriptError) and reloads < MAX_RELOADS:
             reloads += 1
             script.stats.record_reload()
+            if (observer := metrics.observer) is not None:
+                observer.script_reloaded(script.name)
             settings.server_version = None
             loaded, reply = yield Commands([("SCRIPT", "LOAD", script.body), evalsha])
             if isinstance(loaded, ResponseError) and not isinstance(loaded, BusyError):
@@ -170,7 +207,10 @@ def recover(
             kill_after = None
             if (yield from kill_busy_script(error)):
                 delay = 0.0
-        yield Sleep(min(random.uniform(delay / 2, delay), timeout - waited))
+        pause = min(random.uniform(delay / 2, delay), timeout - waited)
+        if (observer := metrics.observer) is not None:
+            observer.busy_waited(script.name, pause)
+        yield Sleep(pause)
         delay = min(max(delay * 2, BUSY_FIRST_DELAY), BUSY_MAX_DELAY)
         try:
             return (yield Command(evalsha))

@@ -13,6 +13,7 @@ import hashlib
 import os
 import re
 import threading
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
 from importlib import resources
@@ -20,13 +21,22 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
+from .. import metrics
 from ..exceptions import ArgumentError, ScriptNotFoundError
 from .templates import Rendered, SourceFile, render
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
 
-__all__ = ["Script", "ScriptCounters", "ScriptRegistry", "ScriptStats", "builtin_folder", "guard"]
+__all__ = [
+    "Script",
+    "ScriptCounters",
+    "ScriptRegistry",
+    "ScriptStats",
+    "builtin_folder",
+    "flush_stats",
+    "guard",
+]
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_]*$")
 
@@ -56,31 +66,34 @@ class ScriptCounters:
 
 
 class ScriptStats:
-    """Thread-safe counters of one script, cheap to update on every call.
+    """Thread-safe counters of script ``name``, cheap to update on every call.
 
     A call appends its duration to ``durations`` (atomic, no lock) and calls :meth:`fold`
     once the list holds ``FOLD_AT`` entries, which moves them into the totals under the
-    lock, so memory stays bounded.
+    lock, so memory stays bounded; the folded successes go to the installed
+    :class:`~fastlock.metrics.Observer` as one batch (:func:`flush_stats` folds every
+    script's now).
     """
 
     FOLD_AT = 256
-    __slots__ = ("_calls", "_errors", "_lock", "_reloads", "_total", "durations")
+    __slots__ = ("__weakref__", "_calls", "_errors", "_lock", "_reloads", "_total", "durations", "name")
 
-    def __init__(self) -> None:
+    def __init__(self, name: str = "") -> None:
+        self.name = name
         self.durations: list[float] = []
         self._lock = threading.Lock()
         self._calls = 0
         self._total = 0.0
         self._errors = 0
         self._reloads = 0
+        _LIVE.add(self)
 
     def record_error(self, seconds: float) -> None:
         """Count one call that failed after ``seconds``."""
         with self._lock:
             self._errors += 1
-            self.durations.append(seconds)
-            if len(self.durations) >= self.FOLD_AT:
-                self._fold()
+            self._calls += 1
+            self._total += seconds
 
     def record_reload(self) -> None:
         """Count one ``SCRIPT LOAD`` after NOSCRIPT."""
@@ -101,12 +114,24 @@ class ScriptStats:
         del durations[:n]
         self._calls += n
         self._total += sum(done)
+        observer = metrics.observer
+        if observer is not None and n:
+            observer.script_calls(self.name, done)
 
     def snapshot(self) -> ScriptCounters:
         """The counters now."""
         with self._lock:
             self._fold()
             return ScriptCounters(self._calls, self._errors, self._reloads, self._total)
+
+
+_LIVE: weakref.WeakSet[ScriptStats] = weakref.WeakSet()
+
+
+def flush_stats() -> None:
+    """Fold the pending durations of every live script (an exporter, before it reads)."""
+    for stats in list(_LIVE):
+        stats.fold()
 
 
 _RESERVED_CODES = (
@@ -171,7 +196,7 @@ class Script:
         self.body = guard(rendered.source).encode()
         self.sha = hashlib.sha1(self.body).hexdigest()
         self.meta = rendered.meta
-        self.stats = ScriptStats()
+        self.stats = ScriptStats(name)
 
     def origin(self, line: int) -> tuple[SourceFile, int] | None:
         """(file, line) in the templates that rendered line ``line`` came from."""

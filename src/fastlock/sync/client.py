@@ -19,10 +19,10 @@ import functools
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from time import monotonic
-from typing import TYPE_CHECKING, Any, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, Unpack
 
 from ..exceptions import ArgumentError, ArgumentTypeError, ConnectionError, ResponseError
-from ..operations import Operation, Runner
+from ..operations import Operation, Runner, T
 from ..params import BLOCKING_MARGIN, DEFAULT_URL, blocking_wait
 from ..protocol.commands import refuse_connection_state, refuse_each
 from ..scripts.calling import (
@@ -33,11 +33,13 @@ from ..scripts.calling import (
     record_failure,
     recover,
 )
-from ..scripts.clients import ClientOptions, ClientShell, closed_on_error
+from ..scripts.clients import ClientOptions, ClientShell
 from ..scripts.registry import Script, ScriptRegistry, ScriptStats
 from .access import LockQueueAccess
 from .connect import open_connection, set_io_timeout
 from .drive import drive
+from .listener_slot import ListenerSlot
+from .notify import Listener
 from .pipeline import BoundScript, Pipeline
 from .pool import ConnectionPool
 from .script_calls import ScriptCalls
@@ -49,10 +51,17 @@ __all__ = [
     "Client",
     "LockQueueAccess",
     "Pipeline",
+    "SyncClientOptions",
 ]
 
-T = TypeVar("T")
 _KEEP_CONNECTION = (ResponseError, ArgumentError, ArgumentTypeError)
+
+
+class SyncClientOptions(ClientOptions, total=False):
+    """The options of :class:`Client`: the shared ones, its pool's ``max_connections``
+    (default 50) and ``health_check_interval`` (seconds, default 1.0; ``None``: never)."""
+
+    health_check_interval: float | None
 
 
 class Client(
@@ -61,13 +70,14 @@ class Client(
     """A Redis/Valkey client for hot loops.
 
     ``url`` is ``redis://[user:password@]host[:port][/db]``, ``rediss://...`` for TLS or
-    ``unix:///path.sock?db=N``. The keyword ``options`` (:class:`~fastlock.scripts.clients.ClientOptions`)
-    are ``impl``, ``pool_timeout``, the script settings below and connection parameters that
-    override what the URL says (see :class:`~fastlock.params.ConnectionParams`). ``impl``
-    picks the core (``"cython"`` or ``"python"``; default ``FASTLOCK_IMPL`` or the best
-    available). ``max_connections`` bounds the pool, whose ``get`` waits ``pool_timeout``
-    seconds (default 5) for a free one; ``health_check_interval`` (seconds) is the idle time
-    after which a connection is checked before reuse.
+    ``unix:///path.sock?db=N``. The keyword ``options`` (:class:`SyncClientOptions`) are
+    ``max_connections``, ``health_check_interval``, ``impl``, ``pool_timeout``, the script
+    settings below and connection parameters that override what the URL says (see
+    :class:`~fastlock.params.ConnectionParams`). ``impl`` picks the core (``"cython"`` or
+    ``"python"``; default ``FASTLOCK_IMPL`` or the best available). ``max_connections``
+    (default 50) bounds the pool, whose ``get`` waits ``pool_timeout`` seconds (default 5)
+    for a free one; ``health_check_interval`` (seconds, default 1.0) is the idle time after
+    which a connection is checked before reuse.
 
     Scripts: ``script_paths`` are folders searched before the built-in one; ``debug``
     makes scripts write their debug lines to the server log and logs every call's name
@@ -75,50 +85,35 @@ class Client(
     to scripts that declare it; ``busy_timeout`` (seconds) bounds the wait while the
     server is busy with another script; ``kill_busy_after`` (seconds, default never)
     sends ``SCRIPT KILL`` once a call has waited that long; ``warm_up`` loads every
-    script on each new connection (one pipelined round trip). The four script settings are
+    script on each new connection (in the write of its handshake). The four script settings are
     kept in :attr:`script_settings` (also readable and settable as attributes of the client).
     """
 
     kind = "fastlock.Client"
     bound = BoundScript
+    pool_options = (("max_connections", "max_size"), ("health_check_interval", "health_check_interval"))
 
-    def __init__(
-        self,
-        url: str = DEFAULT_URL,
-        *,
-        max_connections: int = 50,
-        health_check_interval: float | None = 1.0,
-        **options: Unpack[ClientOptions],
-    ) -> None:
-        self._scripts, self._settings, chosen = self._configure(url, options)
+    def __init__(self, url: str = DEFAULT_URL, **options: Unpack[SyncClientOptions]) -> None:
+        self._scripts, self._settings, sizes = self._configure(url, options)
         self._evalsha = self._core.Connection.evalsha
-        self._pool = ConnectionPool(
-            self._open_and_load_scripts if chosen["warm_up"] else self._open,
-            max_size=max_connections,
-            timeout=chosen["pool_timeout"],
-            health_check_interval=health_check_interval,
-        )
-        self._caller = self._core.ScriptCaller(
-            self._pool,
-            self._scripts,
-            self._settings,
-            self._with_meta,
-            self._script_failed,
-            record_call,
-            ScriptStats.FOLD_AT,
+        self._pool = ConnectionPool(self._open, **sizes)
+        self._caller = self._observed(
+            self._core.ScriptCaller(
+                self._pool,
+                self._scripts,
+                self._settings,
+                self._with_meta,
+                self._script_failed,
+                record_call,
+                ScriptStats.FOLD_AT,
+            )
         )
         self._call = self._caller.call
         self._bind_call()
+        self._listeners: ListenerSlot[Listener] = ListenerSlot()
 
     def _open(self) -> Any:
-        return open_connection(self.params, self._core)
-
-    def _open_and_load_scripts(self) -> Any:
-        conn = self._open()
-        commands, check = self._warm_up_load()
-        with closed_on_error(conn):
-            check(self._core.Connection.pipeline(conn, commands))
-        return conn
+        return open_connection(self.params, self._core, self._first_load())
 
     @property
     def scripts(self) -> ScriptRegistry:
@@ -234,6 +229,12 @@ class Client(
         once and again after a ``NOSCRIPT`` (the server may have changed)."""
         return self.script_settings.server_version or self.run(read_server_version(self.script_settings))
 
+    @property
+    def listener(self) -> Listener:
+        """This process's wake-up listener of the client's waiting lock acquirers (one
+        connection and reader thread, made at the first wait; :mod:`fastlock.sync.notify`)."""
+        return self._listeners.get(lambda: Listener(self.params, self._core, self))
+
     def _script_failed(
         self,
         conn: Any,
@@ -258,7 +259,8 @@ class Client(
             raise
 
     def close(self) -> None:
-        """Close the pool's connections."""
+        """Close the pool's connections and the listener's."""
+        self._listeners.close()
         self._pool.close()
 
     def __exit__(self, *exc_info: object) -> None:

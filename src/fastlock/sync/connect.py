@@ -13,10 +13,18 @@ import ssl
 import struct
 
 from .._impl import Core, CoreConnection
-from ..exceptions import ConnectionError, ResponseError, TimeoutError
-from ..params import DEFAULT_URL, ConnectionParams, handshake_commands, parse_url, tls_context
+from ..exceptions import ConnectionError, TimeoutError
+from ..params import DEFAULT_URL, ConnectionParams, Load, first_write, parse_url, tls_context
 
-__all__ = ["DEFAULT_URL", "ConnectionParams", "open_connection", "parse_url", "set_io_timeout", "tls_context"]
+__all__ = [
+    "DEFAULT_URL",
+    "ConnectionParams",
+    "open_connection",
+    "open_socket",
+    "parse_url",
+    "set_io_timeout",
+    "tls_context",
+]
 
 
 def set_io_timeout(sock: socket.socket, seconds: float | None) -> None:
@@ -36,7 +44,8 @@ def set_io_timeout(sock: socket.socket, seconds: float | None) -> None:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, timeval)
 
 
-def _open_socket(params: ConnectionParams) -> socket.socket:
+def open_socket(params: ConnectionParams) -> socket.socket:
+    """A socket connected to ``params``' server (TLS-wrapped if asked), before the handshake."""
     if params.path:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
@@ -58,10 +67,11 @@ def _open_socket(params: ConnectionParams) -> socket.socket:
     return sock
 
 
-def open_connection(params: ConnectionParams, core: Core) -> CoreConnection:
-    """Connect, authenticate and select the database; return a core ``Connection``."""
+def open_connection(params: ConnectionParams, core: Core, load: Load | None = None) -> CoreConnection:
+    """Connect, authenticate and select the database, and send ``load`` (a client's warm-up)
+    in the same write; return a core ``Connection``."""
     try:
-        sock = _open_socket(params)
+        sock = open_socket(params)
     except builtins.TimeoutError as exc:
         raise TimeoutError(f"connecting to {params.address} timed out", sent=False) from exc
     except OSError as exc:
@@ -72,15 +82,11 @@ def open_connection(params: ConnectionParams, core: Core) -> CoreConnection:
         sock.close()
         raise ConnectionError(f"cannot configure the socket to {params.address}: {exc}") from exc
     conn = core.Connection(sock)
-    handshake = handshake_commands(params)
-    if handshake:
+    commands, check = first_write(params, load)
+    if commands:
         try:
-            replies = conn.pipeline(handshake)
+            check(conn.pipeline(commands))
         except BaseException:
             conn.close()
             raise
-        for reply in replies:
-            if isinstance(reply, ResponseError):
-                conn.close()
-                raise reply
     return conn

@@ -14,6 +14,7 @@ from ..operations import (
     Call,
     Command,
     Commands,
+    Listen,
     Notice,
     Operation,
     Runner,
@@ -40,8 +41,9 @@ def _perform(runner: Runner, step: Step) -> object:
         time.sleep(step.seconds)
         return None
     if type(step) is Notice:
-        step.signal.wait(step.timeout)
-        return None
+        return step.signal.wait(step.timeout)
+    if type(step) is Listen:
+        return step.listener.listen(step.channel, step.job)
     raise ArgumentTypeError(f"an operation yielded {step!r}, not a step")
 
 

@@ -23,8 +23,10 @@ import weakref
 from collections import deque
 from collections.abc import Callable
 from time import monotonic
+from typing import TYPE_CHECKING
 
-from .._impl import CoreConnection
+from .. import metrics
+from .._impl import CoreConnection, CorePool
 from ..exceptions import ArgumentError, ConnectionError, PoolTimeoutError
 
 __all__ = ["ConnectionPool"]
@@ -64,6 +66,7 @@ class ConnectionPool:
         "_connect",
         "_idle",
         "_lock",
+        "_lost",
         "_retired_round_trips",
         "_taken",
         "generation",
@@ -102,6 +105,7 @@ class ConnectionPool:
         # stop) to the open connections and to the _Opening tokens of those being opened.
         self._taken: set[weakref.ref[CoreConnection | _Opening]] = set()
         self.waiters = 0
+        self._lost = 0  # connections lost (broken) and not yet replaced
         self.generation = getattr(self, "generation", 0) + 1
         # C-level primitives only, entered so that an interrupt (a signal handler raising)
         # cannot strike between an acquire and the block that releases it.
@@ -192,6 +196,10 @@ class ConnectionPool:
             if generation == self.generation:
                 self._taken.add(weakref.ref(conn))
                 self._taken.discard(weakref.ref(slot))
+            replaced = self._lost > 0
+            self._lost -= replaced
+        if replaced and (observer := metrics.observer) is not None:
+            observer.reconnected()
         return conn
 
     def _wait(self, deadline: float | None) -> None:
@@ -210,6 +218,9 @@ class ConnectionPool:
         if conn.broken or self._closed or conn.generation != self.generation:
             if not conn.broken:
                 conn.close()
+            elif not self._closed:
+                with self._lock:
+                    self._lost += 1
             self._release(conn)
             return
         self._idle.append(conn)
@@ -253,3 +264,7 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+if TYPE_CHECKING:
+    _CORE_POOL: type[CorePool] = ConnectionPool  # mypy checks it gives the cores' ScriptCaller its API

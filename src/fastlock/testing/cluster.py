@@ -138,6 +138,27 @@ class TempCluster:
 
         return wait_until(stable, timeout, "stable")
 
+    def wait_slot_owned(self, slot: int, owner_id: str, timeout: float = 15) -> float:
+        """Wait until every running node's view gives ``slot`` to ``owner_id`` alone, with no
+        migration of it left open (``[slot->-...]``/``[slot-<-...]``); the seconds it took."""
+
+        differing: list[str] = []
+
+        def owned() -> bool:
+            for node in (n for n in self.nodes if n.pid is not None):
+                for line in bulk_text(node.raw_command("CLUSTER", "NODES")).splitlines():
+                    fields = line.split()
+                    claims = any(_covers(r, slot) for r in fields[8:])
+                    if claims != (fields[0] == owner_id) or f"[{slot}-" in line:
+                        differing[:] = [f"node {node.port}: {line}"]
+                        return False
+            return True
+
+        try:
+            return wait_until(owned, timeout, f"slot {slot} owned by {owner_id[:8]} everywhere")
+        except ServerError as exc:
+            raise ServerError(f"{exc}: {differing}") from None
+
     def primaries(self) -> list[TempServer]:
         """The running nodes that are primaries now."""
         running = [n for n in self.nodes if n.pid is not None]
@@ -240,6 +261,14 @@ def _slot_ranges(node: TempServer) -> list[tuple[int, int]]:
             ranges = [r.split("-") for r in fields[8:] if not r.startswith("[")]
             return [(int(r[0]), int(r[-1])) for r in ranges]
     return []
+
+
+def _covers(field: str, slot: int) -> bool:
+    """Whether a slot field of ``CLUSTER NODES`` (``5``, ``0-5460``) holds ``slot``."""
+    if field.startswith("["):
+        return False
+    low, _, high = field.partition("-")
+    return int(low) <= slot <= int(high or low)
 
 
 def _ok(reply: bytes) -> None:

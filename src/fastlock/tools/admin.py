@@ -9,6 +9,7 @@ unreachable. Errors are one line on stderr."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -148,6 +149,34 @@ def queue_stats(client: Client, args: argparse.Namespace) -> tuple[Any, str, int
     return stats, _table(stats._fields, [stats]), OK
 
 
+def queue_pause(client: Client, args: argparse.Namespace) -> tuple[Any, str, int]:
+    queue = _queue(client, args)
+    changed = queue.pause() if args.action == "pause" else queue.resume()
+    state = "paused" if args.action == "pause" else "running"
+    data = {"queue": queue.name, "paused": args.action == "pause", "changed": changed}
+    return data, f"{queue.name}: {state}" + ("" if changed else " (already)"), OK
+
+
+def queue_schedules(client: Client, args: argparse.Namespace) -> tuple[Any, str, int]:
+    rows = _queue(client, args).schedules()
+    data = [{"name": row.name, **json.loads(row.spec.text()), "due": row.due} for row in rows]
+    now = time.time()
+    table = [[row.name, row.spec.every_ms / 1000 or row.spec.cron, row.spec.tz, row.spec.catch_up,
+              _when(row.due, now)] for row in rows]  # fmt: skip
+    return data, _table(("name", "every/cron", "tz", "catch_up", "due"), table), OK
+
+
+def queue_unschedule(client: Client, args: argparse.Namespace) -> tuple[Any, str, int]:
+    removed = _queue(client, args).unschedule(args.name)
+    return {"name": args.name, "removed": removed}, f"{args.name}: " + ("removed" if removed else "none"), OK
+
+
+def queue_schedule(client: Client, args: argparse.Namespace) -> tuple[Any, str, int]:
+    with contextlib.suppress(KeyboardInterrupt):
+        _queue(client, args).run_schedules()
+    return {"queue": args.queue, "stopped": True}, f"{args.queue}: scheduler stopped", OK
+
+
 def queue_peek(client: Client, args: argparse.Namespace) -> tuple[Any, str, int]:
     page = _queue(client, args).peek(args.state, offset=args.offset, count=args.count)
     shown = f"{page.offset + 1}-{page.offset + len(page.jobs)}" if page.jobs else "none"
@@ -160,8 +189,11 @@ def queue_job(client: Client, args: argparse.Namespace) -> tuple[Any, str, int]:
     if info.state == "missing":
         raise Done(NOT_FOUND, f"no job {args.id!r} in queue {args.queue!r}")
     lines = [f"{name}: {'' if value is None else value}" for name, value in _plain(info).items()]
+    names = [f.name for f in dataclasses.fields(info)]
     if info.at is not None:
-        lines[[f.name for f in dataclasses.fields(info)].index("at")] = f"at: {_when(info.at, time.time())}"
+        lines[names.index("at")] = f"at: {_when(info.at, time.time())}"
+    if info.progress is not None:
+        lines[names.index("progress")] = f"progress: {json.dumps(info.progress, ensure_ascii=False)}"
     return info, "\n".join(lines), OK
 
 
@@ -187,7 +219,6 @@ def queue_purge(client: Client, args: argparse.Namespace) -> tuple[Any, str, int
 
 
 _REFUSALS = {
-    "active": "is leased by a worker (its worker completes or fails it)",
     "dead": "is dead (purge it with: queue purge QUEUE ID)",
     "queued": "is deeper in the backlog than the search window (raise --window)",
 }
@@ -199,7 +230,10 @@ def queue_cancel(client: Client, args: argparse.Namespace) -> tuple[Any, str, in
         raise Done(NOT_FOUND, f"no job {args.id!r} in queue {args.queue!r}")
     if not done:
         raise Done(REFUSED, f"not cancelled: job {args.id!r} {_REFUSALS.get(state, state)}")
-    return {"cancelled": args.id, "state": state}, f"cancelled {state} job {args.id}", OK
+    human = f"cancelled {state} job {args.id}" + (
+        " (its worker stops it at its next check)" if state == "active" else ""
+    )
+    return {"cancelled": args.id, "state": state}, human, OK
 
 
 def queue_locks(client: Client, args: argparse.Namespace) -> tuple[Any, str, int]:
@@ -255,14 +289,19 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
         dest="action", required=True
     )
     actions = {
-        "stats": "job counts",
+        "stats": "job counts, and whether claims are paused",
+        "pause": "stop every claim until resume",
+        "resume": "let claims go on after pause",
         "peek": "one page of ready, delayed, active or dead jobs",
         "job": "look a job up by id",
         "dead": "the oldest dead jobs",
         "requeue": "move dead jobs back to ready",
         "purge": "delete dead jobs",
-        "cancel": "remove a ready or delayed job",
+        "cancel": "remove a waiting job, or end a running one (its worker stops it)",
         "locks": "the queue's unique locks",
+        "schedules": "the queue's periodic jobs, the next due first",
+        "unschedule": "remove a periodic job",
+        "schedule": "run a scheduler of the queue's periodic jobs (until interrupted)",
     }
     for name, doc in actions.items():
         parser = queue.add_parser(name, parents=[common], help=doc)
@@ -282,6 +321,7 @@ def add_commands(commands: Any, common: argparse.ArgumentParser) -> None:
             parser.add_argument("ids", nargs="*", help="these dead jobs (default: the oldest --limit)")
         parser.add_argument("--limit", type=_positive, default=100, help="most jobs (≤ 1000)")
         parser.add_argument("--older-than", type=float, help="only jobs dead this many seconds or more")
+    queue.choices["unschedule"].add_argument("name", help="the schedule's name")
     queue.choices["locks"].add_argument("digest", nargs="?", help="one lock (held or ttl) by digest")
     queue.choices["locks"].add_argument("--cursor", type=int, default=0, help="continue a listing")
     queue.choices["locks"].add_argument("--count", type=_positive, default=100, help="HSCAN count hint")
@@ -303,6 +343,8 @@ COMMANDS: dict[tuple[str, str], Callable[[Client, argparse.Namespace], tuple[Any
     ("locks", "delete"): locks_delete,
     ("locks", "reap"): locks_reap,
     ("queue", "stats"): queue_stats,
+    ("queue", "pause"): queue_pause,
+    ("queue", "resume"): queue_pause,
     ("queue", "peek"): queue_peek,
     ("queue", "job"): queue_job,
     ("queue", "dead"): queue_dead,
@@ -310,6 +352,9 @@ COMMANDS: dict[tuple[str, str], Callable[[Client, argparse.Namespace], tuple[Any
     ("queue", "purge"): queue_purge,
     ("queue", "cancel"): queue_cancel,
     ("queue", "locks"): queue_locks,
+    ("queue", "schedules"): queue_schedules,
+    ("queue", "unschedule"): queue_unschedule,
+    ("queue", "schedule"): queue_schedule,
 }
 
 

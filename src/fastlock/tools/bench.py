@@ -186,7 +186,8 @@ def run_workloads(
             except ImportError as exc:
                 skipped.append(f"{workload.name}: {exc}")
                 continue
-            ops = max(1, int(workload.ops * scale))
+            batch = workload.batch  # whole batches: a round's calls then do as many operations
+            ops = max(batch, int(workload.ops * scale) // batch * batch)
             cost = client if workload.counted else None
             if replay is None or not workload.counted:
                 results.append(time_loop(workload.name, op, ops=ops, rounds=rounds, cost=cost))

@@ -3,7 +3,8 @@ takes and releases a lock and calls a script. Without ``--url`` both start a pri
 :class:`~fastlock.testing.servers.TempServer` for the run (``bench`` prefers ``redis-server``
 from PATH). ``python -m fastlock locks ...`` and ``python -m fastlock queue ...`` are the
 admin commands (:mod:`fastlock.tools.admin`), run against ``--url`` (default
-``$FASTLOCK_URL``, else ``redis://127.0.0.1:6379/0``)."""
+``$FASTLOCK_URL``, else ``redis://127.0.0.1:6379/0``); ``python -m fastlock metrics`` serves
+queue depths and lock holders for Prometheus (:mod:`fastlock.tools.exporter`)."""
 
 from __future__ import annotations
 
@@ -15,10 +16,12 @@ import shutil
 import sys
 import time
 from collections.abc import Callable
+from typing import Any
 
 from .. import Client, __impl__, __version__
+from ..exceptions import ArgumentError
 from ..testing.servers import TempServer
-from . import admin, instructions, workloads
+from . import admin, exporter, instructions, workloads
 from .bench import EVALSHA_SCRIPT, Figures, pin, render_table, run_workloads
 from .c_floor import c_floor
 from .floor import replay_binary
@@ -127,6 +130,45 @@ def bench(url: str, args: argparse.Namespace, client_cpu: int | None) -> int:
     return 0
 
 
+def add_web_command(commands: Any) -> None:
+    """The ``web`` command: the dashboard (:mod:`fastlock.web`)."""
+    run_web = commands.add_parser("web", help="serve the web dashboard of queues and locks")
+    run_web.add_argument("--url", default=os.environ.get("FASTLOCK_URL", admin.DEFAULT_URL),
+                         help=f"server URL (default: $FASTLOCK_URL, else {admin.DEFAULT_URL})")  # fmt: skip
+    run_web.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
+    run_web.add_argument("--port", type=int, default=8080, help="port (default 8080)")
+    run_web.add_argument("--queue", action="append", default=[], help="a queue of the overview (repeat)")
+    run_web.add_argument("--queue-prefix", default="fl", help="the queues' key prefix (default fl)")
+    run_web.add_argument("--lock-prefix", default="fastlock", help="the lock namespace (default fastlock)")
+    run_web.add_argument("--buckets", type=int, default=1024, help="the lock namespace's buckets")
+    run_web.add_argument("--read-only", action="store_true", help="hide and refuse every change")
+    run_web.add_argument("--token", default=os.environ.get("FASTLOCK_WEB_TOKEN"),
+                         help="require this bearer token (default: $FASTLOCK_WEB_TOKEN)")  # fmt: skip
+    basic = os.environ.get("FASTLOCK_WEB_BASIC_AUTH")
+    run_web.add_argument("--basic-auth", default=basic, metavar="USER:PASS",
+                         help="require basic auth (default: $FASTLOCK_WEB_BASIC_AUTH)")  # fmt: skip
+
+
+def web(args: argparse.Namespace, error: Callable[[str], None]) -> int:
+    """Serve the dashboard until interrupted: 2 when a setting is refused or the extra is missing."""
+    try:
+        from .. import web as dashboard
+    except ImportError as exc:
+        error(f"the dashboard needs its extra: pip install 'fastlock[web]' ({exc})")
+        return 2
+    try:
+        auth = dashboard.Auth(args.token or None, args.basic_auth or None)
+        dashboard.serve(
+            args.url, host=args.host, port=args.port, auth=auth, queues=args.queue,
+            queue_prefix=args.queue_prefix, lock_prefix=args.lock_prefix, buckets=args.buckets,
+            read_only=args.read_only,
+        )  # fmt: skip
+    except ArgumentError as exc:
+        error(f"usage: {exc}")
+        return 2
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m fastlock", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -146,13 +188,23 @@ def main(argv: list[str] | None = None) -> int:
         help="skip the client instructions per operation (measured under valgrind when it is on PATH)",
     )
     run_bench.add_argument(
+        "--asyncio", action="store_true",
+        help="the asyncio client's table instead (default loop and uvloop), beside redis.asyncio",
+    )  # fmt: skip
+    run_bench.add_argument(
         "--regime", choices=("same", "cross"), default="same",
         help="pin client and private server to one CPU (same) or to two (cross)",
     )  # fmt: skip
     admin.add_commands(commands, admin.common_options())
+    add_web_command(commands)
+    exporter.add_command(commands, admin.DEFAULT_URL)
     args = parser.parse_args(argv)
+    if args.command == "metrics":
+        return exporter.serve(args)
     if args.command in ("locks", "queue"):
         return admin.run(args, lambda message: print(f"{parser.prog}: {message}", file=sys.stderr))
+    if args.command == "web":
+        return web(args, lambda message: print(f"{parser.prog}: {message}", file=sys.stderr))
     with contextlib.ExitStack() as stack:
         client_cpu = server_cpu = None
         if args.command == "bench":
@@ -168,4 +220,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "demo":
             demo(url)
             return 0
+        if args.asyncio:
+            from .aio_bench import bench_asyncio
+
+            return bench_asyncio(url, args, client_cpu)
         return bench(url, args, client_cpu)

@@ -35,12 +35,15 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "AIO",
+    "AIO_EACH",
     "NO_CORE",
     "WORKLOAD",
     "Measurement",
     "Op",
     "Path_",
     "Unavailable",
+    "aio_workload_paths",
     "client_of",
     "measure",
     "unavailable",
@@ -64,7 +67,8 @@ NO_CORE = "not measured: the Cython core (fastlock._core) is not built here (pur
 class Path_:
     """One measured path: ``setup(where)`` returns the operation (``where``: see
     :func:`client_of`, chosen by ``server``); ``warmup`` and ``ops`` are multiples of a batch
-    where the path batches."""
+    where the path batches; each call of the operation does ``per`` operations (an asyncio
+    round of many tasks: its instructions are counted per operation)."""
 
     name: str
     setup: Callable[[str], Op]
@@ -72,6 +76,7 @@ class Path_:
     warmup: int
     cython: bool = True  # needs fastlock._core (or is budgeted on it: the default core)
     server: str = "unix"  # "unix": the private server's socket; "tcp": its TCP port; "cluster"
+    per: int = 1
 
 
 def client_of(where: str, impl: str | None = None) -> Any:
@@ -100,6 +105,10 @@ def workload(name: str) -> Callable[[str], Op]:
 
 WORKLOAD = "workload: "
 """The prefix of a workload path's name: ``WORKLOAD + workload.name``."""
+AIO = "aio "
+"""The prefix of an asyncio workload path's name: ``AIO + "(<loop>): " + workload.name``."""
+AIO_EACH = 50
+"""Operations per task in a round of an asyncio workload path (bench/instruction_paths.py's too)."""
 
 
 def workload_paths() -> tuple[Path_, ...]:
@@ -115,6 +124,22 @@ def workload_paths() -> tuple[Path_, ...]:
     return tuple(paths)
 
 
+def aio_workload_paths() -> tuple[Path_, ...]:
+    """A path per asyncio workload of fastlock (:mod:`.aio_workloads`, redis.asyncio's left
+    out) and event loop (``asyncio``, ``uvloop``), named ``AIO + "(<loop>): " + its name``: a
+    round of its tasks doing :data:`AIO_EACH` operations each (a fifth of that with 1,000 tasks)
+    is one op, counted per operation."""
+    from .aio_workloads import ALL, path_setup
+
+    paths = []
+    for loop in ("asyncio", "uvloop"):
+        for w in (w for w in ALL if not w.name.startswith("redis")):
+            each = AIO_EACH if w.tasks <= 100 else AIO_EACH // 5
+            setup = path_setup(w.name, each, loop)
+            paths.append(Path_(f"{AIO}({loop}): {w.name}", setup, 2, 1, cython=False, per=w.tasks * each))
+    return tuple(paths)
+
+
 def by_name(source: str | None = None) -> dict[str, Path_]:
     """Every path by name: the workload paths, and the ``GATED`` paths of the Python file
     ``source``."""
@@ -125,7 +150,7 @@ def by_name(source: str | None = None) -> dict[str, Path_]:
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
         paths = tuple(module.GATED)
-    return {path.name: path for path in (*paths, *workload_paths())}
+    return {path.name: path for path in (*paths, *workload_paths(), *aio_workload_paths())}
 
 
 def run_child(servers: dict[str, str], shim: str, names: Sequence[str], source: str | None = None) -> None:
@@ -283,7 +308,7 @@ def measure(
             for name in group:
                 if name not in counts:
                     raise RuntimeError(f"no callgrind dump for {name!r}: {stderr.decode()[-3000:]}")
-                result.per_op[name] = counts[name] / paths[name].ops
+                result.per_op[name] = counts[name] / (paths[name].ops * paths[name].per)
     result.seconds, result.cpu_seconds = time.monotonic() - started, _children_cpu() - cpu
     return result
 

@@ -12,12 +12,13 @@ from ..locks.types import LockType
 from ..queues.jobs import Batch, Job
 from ..queues.queue import Queue
 from .bench import EVALSHA_ARGS, EVALSHA_KEYS, EVALSHA_SCRIPT, Workload
+from .contention import crowd
 from .costs import lifecycle
 
 if TYPE_CHECKING:
     from ..sync.client import Client
 
-__all__ = ["ALL", "CORE", "LOCKS", "QUEUES", "Flow"]
+__all__ = ["ALL", "CONTENTION", "CORE", "LOCKS", "QUEUES", "ContentionError", "Crowd", "Flow"]
 
 PAYLOAD = b"x" * 64
 
@@ -113,6 +114,75 @@ LOCKS = (
 """Uncontended acquire + release (until_executed, ttl, tracking and fencing on), and one job's
 lifecycle of every lock type (enqueue on one object, execute on another)."""
 
+
+class ContentionError(RuntimeError):
+    """A contention round broke a lock's promise (two holders) or timed out: a broken lock or
+    server, not a slow one."""
+
+
+class Crowd:
+    """THREADS threads on NAMES names (:func:`.contention.crowd`); each :meth:`lifecycle` call
+    is one lifecycle: every THREADS x EACH calls, a crowd runs that many at once."""
+
+    THREADS, NAMES, EACH = 8, 2, 25
+    BATCH = THREADS * EACH
+
+    def __init__(self, lock: Callable[[str], Any], check: Callable[[str, int], int], failure: Any) -> None:
+        self.lock, self.check, self.failure = lock, check, failure
+        self.names = [f"bench:crowd:{uuid.uuid4().hex}:{n}" for n in range(self.NAMES)]
+        self.left = 0
+
+    def lifecycle(self) -> None:
+        if not self.left:
+            result = crowd(
+                self.lock, self.check, self.failure, threads=self.THREADS, names=self.names, each=self.EACH
+            )
+            if result.violations or result.failed:
+                raise ContentionError(
+                    f"{result.violations} times two holders, {result.failed} acquires timed out"
+                )
+            self.left = self.BATCH
+        self.left -= 1
+
+
+def _crowd(client: Client) -> Callable[[], object]:
+    from ..exceptions import LockConflictError
+
+    def check(key: str, delta: int) -> int:
+        return int(client.execute("INCRBY", key, delta))
+
+    return Crowd(lambda name: client.lock(name, ttl=10, timeout=5), check, (LockConflictError,)).lifecycle
+
+
+def _redis_py_crowd(client: Client) -> Callable[[], object]:
+    from redis.exceptions import LockError
+
+    peer = _redis_py(client)
+    return Crowd(
+        lambda name: peer.lock(name, timeout=10, blocking_timeout=5), peer.incrby, (LockError,)
+    ).lifecycle
+
+
+CONTENTION = (
+    Workload(
+        f"lock under contention: {Crowd.THREADS} threads on {Crowd.NAMES} names",
+        _crowd,
+        ops=2_000,
+        versus=f"redis-py: Lock under contention, {Crowd.THREADS} threads on {Crowd.NAMES} names",
+        counted=False,
+        batch=Crowd.BATCH,
+    ),
+    Workload(
+        f"redis-py: Lock under contention, {Crowd.THREADS} threads on {Crowd.NAMES} names",
+        _redis_py_crowd,
+        ops=2_000,
+        counted=False,
+        batch=Crowd.BATCH,
+    ),
+)
+"""Lifecycles (acquire with a wait, a two-holder check inside, release) of threads sharing one
+client on a few names (``bench/contention.py`` measures more: processes, asyncio, waits)."""
+
 QUEUES = tuple(
     Workload(f"job enqueue -> claim -> complete, {label}", _queue_flow(batch), ops=ops, batch=batch)
     for batch, label, ops in (
@@ -124,4 +194,4 @@ QUEUES = tuple(
 """Jobs through one producer and one worker: per job, the producer enqueues and the worker
 completes the previous job and claims the next in the same call (batched: n at a time)."""
 
-ALL = (*CORE, *LOCKS, *QUEUES)
+ALL = (*CORE, *LOCKS, *CONTENTION, *QUEUES)

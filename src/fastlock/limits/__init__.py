@@ -1,0 +1,1 @@
+"""Rate limiters: the shared base and the sync shell (generated from ``aio/limiter.py``)."""
