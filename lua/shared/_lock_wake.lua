@@ -79,8 +79,8 @@ end
 -- as holder and it is told on its db's channel "<wake>@<db>" ("<token>:<wait>:<job>": that wait
 -- alone takes it; SPUBLISH for a wait id starting with "s", so the message stays on the
 -- shard). A head younger than its patience is left queued and the slot to be freed (a running
--- caller may take it first): the head is told to try again ("0:<wait>:<job>"), at most once
--- per patience (the marker "<wake>n"). Returns the waiter's job, or nil.
+-- caller may take it first): the head is told to try again ("0:<wait>:<job>"), once (the
+-- marker "<wake>n" holds the head last told, for its patience). Returns the waiter's job, or nil.
 local function hand_over(at, key, values, limit, scope, max_history)
   local wake = KEYS[at]
   local queue, alive = wake .. "q", wake .. "a"
@@ -107,7 +107,7 @@ local function hand_over(at, key, values, limit, scope, max_history)
     local publish = job and string.byte(wait) == 115 and "SPUBLISH" or "PUBLISH" -- 115: "s"
     if job and life and life + 0 >= ms and not holding then
       if us - found[2] < patience * 1000 then
-        if redis.call("SET", wake .. "n", "1", "NX", "PX", patience) then
+        if redis.call("SET", wake .. "n", head, "PX", patience, "GET") ~= head then
           redis.call(publish, wake .. "@" .. db, "0:" .. wait .. ":" .. job)
         end
         return nil

@@ -360,6 +360,7 @@ def test_within_its_patience_a_waiter_is_woken_and_a_running_caller_may_barge(
         waiting.start()
         while client.execute("ZCARD", queue) < 1:
             time.sleep(0.002)
+        client.execute("SET", queue[:-1] + b"n", "an earlier head", "PX", 10_000)  # told before
         released = time.monotonic()
         assert holder.release("holder") is not None  # young waiter, nobody barges
         waiting.join(10)

@@ -269,7 +269,8 @@ def test_a_wait_sends_nothing_until_the_release_wakes_it(client: fastlock.Client
     assert got and got[0] is not None and time.monotonic() - released < PROMPT
     assert idle.get("evalsha", 0) <= 1, idle  # at most its attempt after the subscription
     calls = command_calls(client)
-    assert calls["evalsha"] - calls.get("script|load", 0) == 2, calls  # the release, one attempt
+    attempts = calls["evalsha"] - calls.get("script|load", 0) - idle.get("evalsha", 0)
+    assert attempts == 2, (calls, idle)  # the release, one attempt
     assert calls.get("publish") == 1, calls
 
 
