@@ -159,6 +159,11 @@ def _listening(server: TempServer, channel: bytes) -> int:
     return int(reply.split(b"\r\n")[-2][1:])
 
 
+def _queued(server: TempServer, channel: bytes) -> int:
+    """How many waiters on ``channel`` are queued for a hand-over (the zset beside its wake list)."""
+    return int(server.raw_command("ZCARD", channel.rsplit(b"@", 1)[0] + b"q")[1:-2])
+
+
 def _channel(lock: Any) -> bytes:
     return f"{lock.manager.scope(lock.digest, '', lock.limit).wake}@0".encode()
 
@@ -186,8 +191,8 @@ def test_waiters_sleep_through_a_master_killed(fresh_sentinels: TempSentinels) -
         threads = [threading.Thread(target=waiter, args=(n,)) for n in range(5)]
         for thread in threads:
             thread.start()
-        old = sentinels.current()[0]
-        wait_until(lambda: _listening(old, channel) == 1, LOOSE, "listening")
+        old = sentinels.current()[0]  # all five queued: each sleeps on the listener
+        wait_until(lambda: _listening(old, channel) == 1 and _queued(old, channel) == 5, LOOSE, "queued")
         new = sentinels.kill_master()
         wait_until(lambda: _listening(new, channel) == 1, LOOSE, "listening on the new master")
         assert not results

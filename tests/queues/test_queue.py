@@ -147,9 +147,9 @@ def test_fail_retries_at_the_right_time(queue: Queue) -> None:
 
 
 def test_delayed_enqueue_comes_back_on_time(queue: Queue) -> None:
+    started = time.monotonic()  # before the enqueue: its due time is the server's clock then + 0.25
     job_id = queue.enqueue(b"later", delay=0.25)
     assert queue.stats() == QueueStats(ready=0, delayed=1, active=0, dead=0)
-    started = time.monotonic()
     while not (jobs := queue.claim()):
         assert jobs.next_due_in is not None
         time.sleep(jobs.next_due_in / 2 + 0.002)
