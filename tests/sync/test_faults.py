@@ -117,6 +117,23 @@ def test_killed_server_then_restart(private_server: TempServer, impl: str) -> No
     assert client.pool.size == 1
 
 
+def test_a_lost_connection_has_the_idle_ones_polled(private_server: TempServer, impl: str) -> None:
+    """The server restarted under three idle connections: the first call meets a dead socket
+    (raised, it was sent); the retry does not meet another: every idle one is polled first."""
+    client = fastlock.Client(private_server.url, impl=impl, health_check_interval=60)
+    conns = [client.pool.get() for _ in range(3)]
+    for conn in conns:
+        conn.execute(("PING",))
+        client.pool.put(conn)
+    private_server.kill()
+    private_server.restart()
+    with pytest.raises(fastlock.ConnectionError) as info:
+        client.execute("INCR", "n")
+    assert info.value.sent is True
+    assert client.execute("INCR", "n") == 1  # on a new connection: the first never ran
+    assert client.pool.size == 1
+
+
 def test_client_kill_without_health_check_raises_sent(redis_url: str, impl: str) -> None:
     client = fastlock.Client(redis_url, impl=impl, health_check_interval=None)
     victim = client.execute("CLIENT", "ID")

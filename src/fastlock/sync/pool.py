@@ -3,7 +3,9 @@
 Checkout is a lock-free ``deque.pop`` on the hot path; the lock is taken only to open a
 connection, to wait for one, or to hand one to a waiter. A connection idle for longer
 than ``health_check_interval`` is polled (no round trip) before reuse, so one the server
-closed meanwhile is replaced instead of failing the next command. After ``fork()`` the
+closed meanwhile is replaced instead of failing the next command; once a connection is lost,
+every idle one is polled at its next checkout (a server restarted or failed over closed them
+all, and a retry must not meet another of its dead sockets). After ``fork()`` the
 child starts with an empty pool and never touches the parent's sockets.
 
 Slots are exception-safe: the pool counts the connections that are still alive (through
@@ -15,6 +17,7 @@ its socket is closed then; it is never reused, since its state is unknown.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import queue
 import select
@@ -221,6 +224,8 @@ class ConnectionPool:
             elif not self._closed:
                 with self._lock:
                     self._lost += 1
+                for idle in tuple(self._idle):  # polled at their next checkout
+                    idle.last_used = -math.inf
             self._release(conn)
             return
         self._idle.append(conn)
