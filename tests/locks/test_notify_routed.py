@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from fastlock.locks.notify import HandedSignal, WaiterTable
-from fastlock.locks.waiting import wait_for
+from fastlock.locks.waiting import WaitPlan, wait_for
 from fastlock.operations import Call, Listen, Notice
 from fastlock.sync.notify import ThreadSignal
 
@@ -106,7 +106,7 @@ class Listener:
 
 def test_a_lost_waiter_follows_the_topology_then_enters_again_before_its_next_attempt() -> None:
     listener = Listener()
-    operation = wait_for(FIRST, AGAIN, "w", 10.0, listener=listener, job="s1:job")
+    operation = wait_for(WaitPlan(FIRST, AGAIN, "w", job="s1:job"), 10.0, listener)
     assert next(operation) is FIRST
     assert operation.send([-1, b"other"]) == Listen(listener, b"w@0", "s1:job")
     signal = Flag("s1:job")

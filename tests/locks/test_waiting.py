@@ -11,11 +11,12 @@ import pytest
 
 from fastlock.exceptions import ConnectionError, ProtocolError
 from fastlock.locks import types
-from fastlock.locks.waiting import MAX_BLOCK, attempt, wait_for
+from fastlock.locks.waiting import MAX_BLOCK, WaitPlan, attempt, wait_for
 from fastlock.operations import Blocking, Call, Operation
 
 FIRST = Call("lock_acquire", ("idx", "seq", "log", "w", "slot"), ("job", "d", 0, 7, 0))
 AGAIN = Call("lock_acquire", ("idx", "seq", "log", "w", "slot"), ("job", "d", 0, 15, 0))
+PLAN = WaitPlan(FIRST, AGAIN, "w")
 LUA = Path(__file__).resolve().parents[2] / "lua"
 
 
@@ -35,14 +36,14 @@ def finish(operation: Operation[Any], reply: object) -> object:
 
 
 def test_taken_at_once_yields_no_wait() -> None:
-    operation = wait_for(FIRST, AGAIN, "w", 5.0, Clock())
+    operation = wait_for(PLAN, 5.0, clock=Clock())
     assert next(operation) is FIRST
     assert finish(operation, 42) == 42
 
 
 def test_waits_on_the_wake_list_until_the_holders_expire_then_tries_again() -> None:
     clock = Clock()
-    operation = wait_for(FIRST, AGAIN, "w", 5.0, clock)
+    operation = wait_for(PLAN, 5.0, clock=clock)
     assert next(operation) is FIRST
     assert operation.send([250, b"other"]) == Blocking(("BLPOP", "w", 0.252), 0.252)  # expiry + 2 ms
     clock.now += 0.252
@@ -52,7 +53,7 @@ def test_waits_on_the_wake_list_until_the_holders_expire_then_tries_again() -> N
 
 def test_a_wait_never_outlasts_the_deadline_nor_the_safety_net() -> None:
     clock = Clock()
-    operation = wait_for(FIRST, AGAIN, "w", 100.0, clock)
+    operation = wait_for(PLAN, 100.0, clock=clock)
     next(operation)
     assert operation.send([-1, b"other"]) == Blocking(("BLPOP", "w", MAX_BLOCK), MAX_BLOCK)  # no expiry
     clock.now += 99.9996
@@ -63,7 +64,7 @@ def test_a_wait_never_outlasts_the_deadline_nor_the_safety_net() -> None:
 
 def test_gives_the_last_conflict_back_at_the_deadline() -> None:
     clock = Clock()
-    operation = wait_for(FIRST, AGAIN, "w", 1.0, clock)
+    operation = wait_for(PLAN, 1.0, clock=clock)
     next(operation)
     assert operation.send([5000, b"other"]) == Blocking(("BLPOP", "w", 1.0), 1.0)
     clock.now += 1.0
@@ -84,7 +85,7 @@ def test_an_acquire_whose_reply_was_lost_is_sent_once_more() -> None:
 
 
 def test_an_unsent_acquire_is_not_sent_again() -> None:
-    operation = wait_for(FIRST, AGAIN, "w", 5.0, Clock())
+    operation = wait_for(PLAN, 5.0, clock=Clock())
     next(operation)
     with pytest.raises(ConnectionError, match="refused"):
         operation.throw(ConnectionError("refused", sent=False))
@@ -92,7 +93,7 @@ def test_an_unsent_acquire_is_not_sent_again() -> None:
 
 @pytest.mark.parametrize("reply", [0, -1, b"OK", [], [b"x"], [10, 5]])
 def test_an_unexpected_acquire_reply_is_a_protocol_error(reply: object) -> None:
-    operation = wait_for(FIRST, AGAIN, "w", 5.0, Clock())
+    operation = wait_for(PLAN, 5.0, clock=Clock())
     next(operation)
     with pytest.raises(ProtocolError, match="lock_acquire"):
         operation.send(reply)

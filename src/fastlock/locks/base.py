@@ -53,7 +53,7 @@ from .types import (
     check_limit,
     missing_ttl,
 )
-from .waiting import attempt, wait_for
+from .waiting import WaitPlan, attempt, wait_for
 
 if TYPE_CHECKING:
     from ..operations import AsyncRunner, Runner
@@ -269,7 +269,8 @@ class LockBase(Generic[R]):
         first = Call(*self._acquire_call(scope, job_id, self._flags | WAITING, handoff))
         flags = self._flags | WAITING | WAITED
         if listener is None:
-            return wait_for(first, Call(*self._acquire_call(scope, job_id, flags, False)), scope.wake, wait)
+            again = Call(*self._acquire_call(scope, job_id, flags, False))
+            return wait_for(WaitPlan(first, again, scope.wake), wait)
         # a listening waiter queues for the lock: a release hands it over (shared/_lock_wake.lua),
         # naming this wait (an id of its own), so a message that comes late reaches no later wait;
         # the listener's mark ("s": a shard channel) tells the release how to publish
@@ -282,19 +283,17 @@ class LockBase(Generic[R]):
         queued = (job_id, scope.name, self._ttl_ms, flags | QUEUED, history, member)
         last = (job_id, scope.name, self._ttl_ms, flags | DEQUEUED, history, member)
         release = self.manager.release_args(scope, job_id)
-        leave = Call("lock_release", scope.keys, (*release, *(() if history else (0,)), member))
-        return wait_for(
+        plan = WaitPlan(
             first,
             Call("lock_acquire", scope.keys, queued),
             scope.wake,
-            wait,
-            listener=listener,
-            job=waiter,
             last=Call("lock_acquire", scope.keys, last),
-            leave=leave,
+            job=waiter,
+            leave=Call("lock_release", scope.keys, (*release, *(() if history else (0,)), member)),
             handed=None if (observer := metrics.observer) is None else self._handed(observer),
             patience=patience,
         )
+        return wait_for(plan, wait, listener)
 
     def _acquiring(self, job_id: str, wait: float) -> Operation[int | None]:
         """An acquire of the bound main scope as one operation: the token or ``None``."""

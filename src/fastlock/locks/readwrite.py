@@ -26,7 +26,7 @@ from ..protocol.slots import tagged_base
 from .notify import MAX_NAP
 from .replies import unexpected_reply
 from .types import DEQUEUED, TTL_REQUIRED, WAITED, WAITING, Holder, check_job_id, missing_ttl
-from .waiting import wait_for
+from .waiting import WaitPlan, wait_for
 
 if TYPE_CHECKING:
     from ..operations import AsyncRunner, Runner
@@ -172,18 +172,17 @@ class RWLockBase(Generic[R]):
             wait_id = listener.wait_mark + _ids.next_id()
             member = f"{listener.db}:{wait_id}"
         keys = self.keys
-        return wait_for(
+        plan = WaitPlan(
             Call("rwlock_acquire", keys, self._args(side, job, WAITING, member)),
             Call("rwlock_acquire", keys, self._args(side, job, WAITING | WAITED, member)),
             self.wake,
-            wait,
-            listener=listener,
-            job=wait_id,
             last=Call("rwlock_acquire", keys, self._args(side, job, DEQUEUED | WAITED, member)),
+            job=wait_id,
             leave=Call("rwlock_release", keys, (side, job, member)),
             block=MAX_NAP,
             blocker=self._blocker,
         )
+        return wait_for(plan, wait, listener)
 
     def _blocker(self, conflict: list[Any], seconds: float) -> tuple[Any, ...]:
         """The blocked waiter's wait: ``XREAD`` of the wake stream for an entry newer than the

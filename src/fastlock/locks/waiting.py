@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from ..exceptions import ConnectionError
@@ -21,7 +22,7 @@ from ..operations import Blocking, Call, Listen, Notice, Operation
 from .notify import MAX_NAP
 from .replies import acquire_reply
 
-__all__ = ["MAX_BLOCK", "attempt", "resend", "wait_for"]
+__all__ = ["MAX_BLOCK", "WaitPlan", "attempt", "resend", "wait_for"]
 
 MAX_BLOCK = 30.0  # longest single wait on a wake list, in seconds
 PATIENCE_MARGIN = 0.002  # a waiter re-checks this long after its patience ends (clocks differ)
@@ -45,54 +46,63 @@ def attempt(step: Call) -> Operation[Any]:
     return acquire_reply(step.name, reply)
 
 
+@dataclass(frozen=True, slots=True)
+class WaitPlan:
+    """What one waiting acquire sends: ``first`` (its flags ask holders to wake us), ``again``
+    after a conflict, ``last`` at the deadline (a listening waiter's leaves the queue; ``None``:
+    no last attempt). With a listener: the waiter ``job`` (the id of this wait), the call
+    ``leave`` the listener runs if the wait is cancelled (or fails) while queued, ``handed``
+    called when a release handed the lock over, the ``patience`` the releases grant the waiter
+    (see :func:`wait_for`). Without one: the wake list ``wake`` (``BLPOP``; or the command
+    ``blocker(conflict, seconds)`` gives), at most ``block`` seconds at a time."""
+
+    first: Call
+    again: Call
+    wake: str
+    last: Call | None = None
+    job: str = ""
+    leave: Call | None = None
+    handed: Callable[[], object] | None = None
+    patience: float = 0.0
+    block: float = MAX_BLOCK
+    blocker: Callable[[Any, float], tuple[Any, ...]] | None = None
+
+
 def wait_for(
-    first: Call,
-    again: Call,
-    wake: str,
-    wait: float,
-    clock: Callable[[], float] = time.monotonic,
-    listener: Any = None,
-    job: str = "",
-    last: Call | None = None,
-    leave: Call | None = None,
-    handed: Callable[[], object] | None = None,
-    patience: float = 0.0,
-    block: float = MAX_BLOCK,
-    blocker: Callable[[Any, float], tuple[Any, ...]] | None = None,
+    plan: WaitPlan, wait: float, listener: Any = None, clock: Callable[[], float] = time.monotonic
 ) -> Operation[Any]:
-    """Acquire with ``first`` (its flags ask holders to wake us); on conflict wait for a
-    release and try ``again``, until taken or ``wait`` seconds (by ``clock``) have passed.
+    """Acquire with ``plan.first``; on conflict wait for a release and try ``plan.again``,
+    until taken or ``wait`` seconds (by ``clock``) have passed.
 
     With a ``listener`` (:mod:`fastlock.locks.notify`) the wait is in-process: after the
-    first conflict the waiter ``job`` is entered on the listener, and once the server has
-    confirmed its subscription it tries ``again`` (on a channel already listened to it is
-    entered at once and tries ``again`` first), which also queues it for a hand-over (a
-    release gives the lock to the longest-waiting live queued waiter and tells it the token:
-    no further attempt; ``handed()`` is called then; before the waiter has been queued
-    ``patience`` seconds, a release frees the lock and wakes it to try again instead, and it
-    re-checks once when its patience ends). A waiter whose subscription was lost (a
-    routed listener's: a failover, a slot moved) tries ``again`` (its client follows the
-    topology), enters again where its channel is served now, and tries ``again``. At its
-    deadline it tries ``last``, which leaves the queue; if it is cancelled (or fails) while
-    queued, the listener runs ``leave`` (release what it may have been handed, leave the
-    queue); a connection lost by a re-check is retried at the next one. Without a listener it
-    blocks on the wake list ``wake`` (``BLPOP``; or the command ``blocker(conflict, seconds)``
-    gives), at most ``block`` seconds at a time, and tries ``last`` (if given) at its deadline.
+    first conflict the waiter is entered on the listener, and once the server has confirmed
+    its subscription it tries ``again`` (on a channel already listened to it is entered at
+    once and tries ``again`` first), which also queues it for a hand-over (a release gives the
+    lock to the longest-waiting live queued waiter and tells it the token: no further attempt;
+    ``plan.handed()`` is called then; before the waiter has been queued ``plan.patience``
+    seconds, a release frees the lock and wakes it to try again instead, and it re-checks once
+    when its patience ends). A waiter whose subscription was lost (a routed listener's: a
+    failover, a slot moved) tries ``again`` (its client follows the topology), enters again
+    where its channel is served now, and tries ``again``. At its deadline it tries
+    ``plan.last``; if it is cancelled (or fails) while queued, the listener runs
+    ``plan.leave``; a connection lost by a re-check is retried at the next one. Without a
+    listener it blocks (:class:`WaitPlan`) and tries ``last`` (if given) at its deadline.
     The fencing token, or the last conflict reply."""
+    again, job, patience = plan.again, plan.job, plan.patience
     # a channel this client listens on already: the waiter enters first, without I/O, and
     # its first attempt queues it (the release's message cannot come before it is entered)
-    channel: bytes = b"" if listener is None else listener.channel(wake)
+    channel: bytes = b"" if listener is None else listener.channel(plan.wake)
     signal = None if listener is None else listener.join(channel, job)
     done = False
     try:
-        reply = yield from attempt(first if signal is None else again)
+        reply = yield from attempt(plan.first if signal is None else again)
         if type(reply) is int:
             done = True
             return reply
         deadline = clock() + wait
         if listener is None:
             done = True
-            return (yield from _blocking(again, wake, deadline, clock, reply, block, last, blocker))
+            return (yield from _blocking(plan, deadline, clock, reply))
         if signal is None:
             signal = yield Listen(listener, channel, job)
             reply = yield from _recheck(again)
@@ -102,14 +112,14 @@ def wait_for(
             if patience and (left := patient_until - clock()) > 0:  # one re-check at its end,
                 nap = min(nap, left + PATIENCE_MARGIN)  # which takes a lock freed meanwhile
             if nap <= 0:
-                if last is not None:
-                    reply = yield from attempt(last)
+                if plan.last is not None:
+                    reply = yield from attempt(plan.last)
                 break
             given = yield Notice(signal, min(nap, MAX_NAP))
             if type(given) is int:
                 reply = given
-                if handed is not None:
-                    handed()
+                if plan.handed is not None:
+                    plan.handed()
                 break
             if signal.lost:  # a failover, a slot moved: the attempt follows the topology, then
                 reply = yield from _recheck(again)  # the waiter enters where its channel is now
@@ -123,8 +133,8 @@ def wait_for(
     finally:
         if signal is not None:
             listener.leave(channel, signal)
-            if not done and leave is not None:
-                listener.abandon(leave)
+            if not done and plan.leave is not None:
+                listener.abandon(plan.leave)
 
 
 def _recheck(again: Call) -> Operation[Any]:
@@ -145,25 +155,18 @@ def _nap(left: float, conflict: list[Any]) -> float:
     return min(left, expiry / 1000 + 0.002 if expiry >= 0 else math.inf)
 
 
-def _blocking(
-    again: Call,
-    wake: str,
-    deadline: float,
-    clock: Callable[[], float],
-    reply: Any,
-    most: float = MAX_BLOCK,
-    last: Call | None = None,
-    blocker: Callable[[Any, float], tuple[Any, ...]] | None = None,
-) -> Operation[Any]:
-    """Wait on the wake list (``BLPOP``, or ``blocker``'s command, on a connection of its own,
-    at most ``most`` seconds at a time) and try ``again``; at the deadline, ``last`` (if given)."""
+def _blocking(plan: WaitPlan, deadline: float, clock: Callable[[], float], reply: Any) -> Operation[Any]:
+    """Wait on the wake list (``BLPOP``, or ``plan.blocker``'s command, on a connection of its
+    own, at most ``plan.block`` seconds at a time) and try ``again``; at the deadline, ``last``
+    (if given)."""
+    blocker = plan.blocker
     while True:
         block = _nap(deadline - clock(), reply)
         if block <= 0:
-            return reply if last is None else (yield from attempt(last))
-        block = math.ceil(min(block, most) * 1000) / 1000  # BLPOP reads ms; 0: for ever
-        command = ("BLPOP", wake, block) if blocker is None else blocker(reply, block)
+            return reply if plan.last is None else (yield from attempt(plan.last))
+        block = math.ceil(min(block, plan.block) * 1000) / 1000  # BLPOP reads ms; 0: for ever
+        command = ("BLPOP", plan.wake, block) if blocker is None else blocker(reply, block)
         yield Blocking(command, block)
-        reply = yield from attempt(again)
+        reply = yield from attempt(plan.again)
         if type(reply) is int:
             return reply
