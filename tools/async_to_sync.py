@@ -66,6 +66,7 @@ NAMES: dict[str, str] = {
     "AsyncClusterClient": "ClusterClient",
     "AsyncClusterNodes": "ClusterNodes",
     "AsyncLimiter": "Limiter",
+    "AsyncListenerSlot": "ListenerSlot",
     "AsyncLock": "Lock",
     "AsyncLockManager": "LockManager",
     "AsyncLockQueueAccess": "LockQueueAccess",

@@ -8,14 +8,47 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Generic, Protocol, TypeVar
 
 from ..exceptions import ResponseError
 from ..locks.notify import Channels, HandedSignal, WaiterTable, logger
 from ..operations import AsyncRunner
 from ..params import ConnectionParams
 
-__all__ = ["AsyncSignal", "Listener"]
+__all__ = ["AsyncListenerSlot", "AsyncSignal", "Listener"]
+
+
+class _Closing(Protocol):
+    def close(self) -> None: ...
+
+
+L = TypeVar("L", bound=_Closing)
+
+
+class AsyncListenerSlot(Generic[L]):
+    """An asyncio client's listener, made at the first wait (one per client, so per event
+    loop; the sync clients' per process: :class:`~fastlock.sync.listener_slot.ListenerSlot`)."""
+
+    __slots__ = ("_listener",)
+
+    def __init__(self) -> None:
+        self._listener: L | None = None
+
+    def get(self, make: Callable[[], L]) -> L:
+        """The listener (``make()`` it if there is none yet)."""
+        listener = self._listener
+        if listener is None:
+            listener = self._listener = make()
+        return listener
+
+    def current(self) -> L | None:
+        """The listener, if made."""
+        return self._listener
+
+    def close(self) -> None:
+        if self._listener is not None:
+            self._listener.close()
 
 
 class AsyncSignal(HandedSignal):

@@ -46,12 +46,14 @@ from .topology import Address
 
 if True:  # ASYNC
     import asyncio
+
+    from ..aio.notify import AsyncListenerSlot
 else:
     import time  # noqa: F401 (asyncio.sleep is time.sleep there)
 
     from ..scripts.calling import ScriptSettings
     from ..scripts.registry import Script
-    from ..sync.listener_slot import ListenerSlot
+    from ..sync.listener_slot import ListenerSlot  # noqa: F401 (AsyncListenerSlot there)
 
 __all__ = ["AsyncClusterClient"]
 
@@ -81,10 +83,10 @@ class AsyncClusterClient(AsyncClusterNodes, ScriptSettingsAccess, AsyncLockQueue
         self._slot = SlotCache()
         self._commands = CommandTable()
         self._redirects = 0
+        self._listeners: AsyncListenerSlot[AsyncRoutedListener] = AsyncListenerSlot()
         if True:  # ASYNC
-            self._listener: AsyncRoutedListener | None = None
-        else:  # a listener per process; the script calls: the core's SlotRouter
-            self._listeners: ListenerSlot[AsyncRoutedListener] = ListenerSlot()
+            pass
+        else:  # the script calls: the core's SlotRouter
             self._router = self._first._core.SlotRouter(
                 self.scripts,
                 self.script_settings,
@@ -123,13 +125,7 @@ class AsyncClusterClient(AsyncClusterNodes, ScriptSettingsAccess, AsyncLockQueue
         """The wake-up listener of this client's blocked lock acquirers (made at the first wait;
         :mod:`fastlock.cluster.listeners_aio`): one connection per node with waiters, each
         channel sharded on the primary of its slot."""
-        if True:  # ASYNC: per client (and so per loop)
-            listener = self._listener
-            if listener is None:
-                listener = self._listener = self._new_listener()
-            return listener
-        else:  # per client and process
-            return self._listeners.get(self._new_listener)
+        return self._listeners.get(self._new_listener)
 
     def _new_listener(self) -> AsyncRoutedListener:
         slots = self._slots
@@ -340,11 +336,7 @@ class AsyncClusterClient(AsyncClusterNodes, ScriptSettingsAccess, AsyncLockQueue
 
     async def close(self) -> None:
         """Close every node's connections (the listener's too)."""
-        if True:  # ASYNC
-            if self._listener is not None:
-                self._listener.close()
-        else:
-            self._listeners.close()
+        self._listeners.close()
         for node in list(self._nodes.values()):
             await node.close()
 

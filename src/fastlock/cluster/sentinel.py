@@ -138,13 +138,9 @@ class SentinelClient(SentinelBase[Client], LockQueueAccess):
         super()._use(address)
         if old is None or old == address:
             return
-        listener = self._made_listener()
+        listener = self._listeners.current()  # if made (the sync client's: in this process)
         if listener is not None:
             listener.retire(old)
-
-    def _made_listener(self) -> RoutedListener | None:
-        """The listener, if made (the sync client's: in this process)."""
-        return self._listeners.current()
 
     def _announced(self) -> Address:
         for sentinel in self._sentinels:
@@ -267,7 +263,7 @@ class SentinelClient(SentinelBase[Client], LockQueueAccess):
         self._closed.set()
         if self._watcher.ident is not None and self._watcher is not threading.current_thread():
             self._watcher.join(5.0)
-        if (listener := self._made_listener()) is not None:
+        if (listener := self._listeners.current()) is not None:
             listener.close()
         for client in (*self._nodes.values(), *self._sentinels):
             client.close()

@@ -44,11 +44,13 @@ from .topology import Address
 
 if True:  # ASYNC
     import asyncio
+
+    from ..aio.notify import AsyncListenerSlot
 else:
     import builtins
 
     from ..sync.connect import open_connection, set_io_timeout
-    from ..sync.listener_slot import ListenerSlot
+    from ..sync.listener_slot import ListenerSlot  # noqa: F401 (AsyncListenerSlot there)
 
     _READ_TIMEOUTS = (builtins.TimeoutError, BlockingIOError)
 
@@ -82,11 +84,10 @@ class AsyncSentinelClient(SentinelBase[Client], AsyncLockQueueAccess):
         )
         self.wait = wait
         self._switch_lock = threading.Lock()
+        self._listeners: AsyncListenerSlot[AsyncRoutedListener] = AsyncListenerSlot()
         if True:  # ASYNC: connected by connect()
-            self._listener: AsyncRoutedListener | None = None
             self._watcher: asyncio.Task[None] | None = None
         else:
-            self._listeners: ListenerSlot[AsyncRoutedListener] = ListenerSlot()
             self._closed = threading.Event()
             self._watcher = threading.Thread(target=self._follow, name="fastlock-sentinel", daemon=True)
             try:
@@ -140,13 +141,7 @@ class AsyncSentinelClient(SentinelBase[Client], AsyncLockQueueAccess):
         """The wake-up listener of this client's blocked lock acquirers (made at the first wait;
         :mod:`fastlock.cluster.listeners_aio`): one connection to the master in use, dropped
         when the master changes (its waiters then enter again on the new master's)."""
-        if True:  # ASYNC: per client (and so per loop)
-            listener = self._listener
-            if listener is None:
-                listener = self._listener = self._new_listener()
-            return listener
-        else:  # per client and process
-            return self._listeners.get(self._new_listener)
+        return self._listeners.get(self._new_listener)
 
     def _new_listener(self) -> AsyncRoutedListener:
         async def route(channel: bytes) -> Address:
@@ -170,16 +165,9 @@ class AsyncSentinelClient(SentinelBase[Client], AsyncLockQueueAccess):
         super()._use(address)
         if old is None or old == address:
             return
-        listener = self._made_listener()
+        listener = self._listeners.current()  # if made (the sync client's: in this process)
         if listener is not None:
             listener.retire(old)
-
-    def _made_listener(self) -> AsyncRoutedListener | None:
-        """The listener, if made (the sync client's: in this process)."""
-        if True:  # ASYNC
-            return self._listener
-        else:
-            return self._listeners.current()
 
     async def _announced(self) -> Address:
         for sentinel in self._sentinels:
@@ -341,7 +329,7 @@ class AsyncSentinelClient(SentinelBase[Client], AsyncLockQueueAccess):
             self._closed.set()
             if self._watcher.ident is not None and self._watcher is not threading.current_thread():
                 self._watcher.join(5.0)
-        if (listener := self._made_listener()) is not None:
+        if (listener := self._listeners.current()) is not None:
             listener.close()
         for client in (*self._nodes.values(), *self._sentinels):
             await client.close()
