@@ -2,13 +2,24 @@
 -- #include "shared/_lock_flags.lua"
 -- #include "shared/_lock_wake.lua"
 
+-- The <waited> bits of a slot taken with `flags`: none unless the acquirer waited; then
+-- QUEUED_BY for a listening one (a blocked waiter of the previous holder was woken by its
+-- release, or carried over by a hand-over: it flags this holder itself when it conflicts),
+-- both for one on the wake list (listening waiters may be queued behind it).
+local function waited_bits(flags)
+  if flags % (2 * WAITED) < WAITED then
+    return 0
+  end
+  return flags % (2 * LISTENS) >= LISTENS and QUEUED_BY or BLOCKED + QUEUED_BY
+end
+
 -- Mint a fencing token (1 when fencing is off) and write `job`'s value into slot `key`, with
 -- SET's extra argument `...` ("NX" for a slot that may be held). Returns false and the
 -- holder's value when NX found the slot held; else the token, after entering a `first`
 -- holder into the bucket index (with TRACK) and logging the change.
 local function claim(key, first, scope, limit, job, ttl, flags, max_history, ...)
   local token = flags % (2 * FENCING) >= FENCING and redis.call("INCR", K_SEQ) or 1
-  local value = string.format("%d:", token) .. (flags % (2 * WAITED) >= WAITED and "1" or "0") .. ":" .. job
+  local value = string.format("%d:%d:", token, waited_bits(flags)) .. job
   local old -- GET: the holder's value when NX refused, else false
   if ttl ~= "0" then
     old = redis.call("SET", key, value, "PX", ttl, "GET", ...)
@@ -32,7 +43,8 @@ end
 -- Idempotent: a job that already holds a slot gets its token back.
 -- Returns the fencing token (1 when fencing is off), or on conflict
 -- {ms until the first holder's slot expires (-1: none expires), holder job ids...}.
--- With WAITING the holders' slots are flagged so that their release wakes a waiter; on
+-- With WAITING the holders' slots are flagged so that their release wakes a waiter (BLOCKED,
+-- or QUEUED_BY with LISTENS: shared/_lock_slots.lua); on
 -- conflict `member` (a listening waiter's) is entered in the scope's queue with QUEUED,
 -- removed with DEQUEUED; taking a slot always removes it.
 local function acquire(at, limit, scope, job, ttl, flags, max_history, member)
@@ -72,6 +84,7 @@ local function acquire(at, limit, scope, job, ttl, flags, max_history, member)
     end
   end
   local conflict, n = { -1 }, 1
+  local mine = flags % (2 * LISTENS) >= LISTENS and QUEUED_BY or BLOCKED
   for i = 1, limit do
     if values[i] then
       local token, flag, holder = parse_slot(values[i])
@@ -86,8 +99,9 @@ local function acquire(at, limit, scope, job, ttl, flags, max_history, member)
         if ms >= 0 and (conflict[1] < 0 or ms < conflict[1]) then
           conflict[1] = ms
         end
-        if flag == "0" then
-          redis.call("SET", key, token .. ":1:" .. holder, "KEEPTTL", "XX")
+        local bits = flag + 0
+        if not has_bit(bits, mine) then
+          redis.call("SET", key, token .. ":" .. (bits + mine) .. ":" .. holder, "KEEPTTL", "XX")
         end
       end
     end

@@ -1,7 +1,8 @@
 -- #include "shared/_lock_wake.lua"
 -- Free the slot `job` holds in the scope at KEYS[at]; with a non-empty `expect` only if its
--- token is that one (the reaper frees exactly what it judged). If the slot was flagged, hands
--- it to a queued listening waiter (shared/_lock_wake.lua), else wakes one on the list; drops
+-- token is that one (the reaper frees exactly what it judged). A slot flagged QUEUED_BY is
+-- handed to a queued listening waiter (shared/_lock_wake.lua) if one is due; one not handed
+-- and flagged BLOCKED wakes the waiters on the wake list; drops
 -- the scope from the bucket index (`track`) when no slot is left.
 -- Returns the freed token, or 0 when the job held no slot.
 local function release(at, limit, scope, job, expect, track, max_history)
@@ -23,11 +24,12 @@ local function release(at, limit, scope, job, expect, track, max_history)
   if max_history > 0 then -- before a hand-over's "locked": the log never shows two holders
     changelog(max_history, "unlocked", scope, job, token)
   end
-  if waited == "1" and hand_over(at, KEYS[at + freed], values, limit, scope, max_history) then
+  local bits = waited + 0
+  if has_bit(bits, QUEUED_BY) and hand_over(at, KEYS[at + freed], values, limit, scope, max_history, bits) then
     held = held + 1
   else
     redis.call("DEL", KEYS[at + freed])
-    if waited == "1" then
+    if has_bit(bits, BLOCKED) then
       wake_waiters(at, 1, limit)
     end
   end

@@ -1,7 +1,9 @@
 -- Lock slots. A lock scope (a digest, or its ":run" runtime copy) holds up to `limit`
 -- string keys, one per holder, each valued "<token>:<waited>:<job_id>" and expiring on its
--- own (PX = the lock ttl), so a dead holder frees only its own slot. <waited> is "1" once a
--- blocked acquirer may be waiting on the scope's wake list: releasing that slot wakes one.
+-- own (PX = the lock ttl), so a dead holder frees only its own slot. <waited> is a digit of
+-- two bits: BLOCKED (1) once an acquirer without a listener may be waiting on the scope's
+-- wake list (releasing the slot wakes one), QUEUED_BY (2) once a listening acquirer may be
+-- queued for it (releasing the slot looks for one to hand it to).
 --
 -- KEYS of every lock script: the bucket's keys below, then the scopes it acts on. A scope
 -- "at" KEYS[at] is its wake list KEYS[at] and its slot keys KEYS[at + 1 .. at + limit]; the
@@ -10,6 +12,12 @@ local K_INDEX = KEYS[1] -- zset: member "<scope>#<limit>", score 0, paged by lex
 local K_SEQ = KEYS[2]   -- string: the bucket's fencing counter
 local K_LOG = KEYS[3]   -- stream: the bucket's changelog
 local FIRST_SCOPE = 4
+local BLOCKED, QUEUED_BY = 1, 2
+
+-- `bits` (a <waited> digit's number) has `bit`
+local function has_bit(bits, bit)
+  return bits % (2 * bit) >= bit
+end
 
 local function parse_slot(value)
   return string.match(value, "^(%d+):(%d):(.*)$")

@@ -76,12 +76,13 @@ end
 
 -- Give slot `key` of the scope at KEYS[at] to the longest-waiting live queued waiter (none of
 -- `values`, the slots' values, held by it) once it has waited its patience: its token is set
--- as holder and it is told on its db's channel "<wake>@<db>" ("<token>:<wait>:<job>": that wait
+-- as holder (its <waited> `bits` those of the slot released: the waiters behind it still wait
+-- on it) and it is told on its db's channel "<wake>@<db>" ("<token>:<wait>:<job>": that wait
 -- alone takes it; SPUBLISH for a wait id starting with "s", so the message stays on the
 -- shard). A head younger than its patience is left queued and the slot to be freed (a running
 -- caller may take it first): the head is told to try again ("0:<wait>:<job>"), once (the
 -- marker "<wake>n" holds the head last told, for its patience). Returns the waiter's job, or nil.
-local function hand_over(at, key, values, limit, scope, max_history)
+local function hand_over(at, key, values, limit, scope, max_history, bits)
   local wake = KEYS[at]
   local queue, alive = wake .. "q", wake .. "a"
   local ms, us = nil, nil
@@ -115,7 +116,7 @@ local function hand_over(at, key, values, limit, scope, max_history)
       redis.call("ZREM", queue, head)
       redis.call("ZREM", alive, head)
       local token = fenced == "1" and redis.call("INCR", K_SEQ) or 1
-      local value = string.format("%d:1:", token) .. job
+      local value = string.format("%d:%d:", token, bits) .. job
       if ttl ~= "0" then
         redis.call("SET", key, value, "PX", ttl)
       else

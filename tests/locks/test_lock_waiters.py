@@ -373,3 +373,62 @@ def test_a_wrong_patience_is_refused(client: fastlock.Client, patience: Any) -> 
         fastlock.ArgumentError if isinstance(patience, int | float) else fastlock.ArgumentTypeError
     ):
         fastlock.LockManager(client, patience=patience)
+
+
+def _waited_bits(probe: fastlock.Client, slot: str) -> bytes:
+    return probe.execute("GET", slot).split(b":")[1]
+
+
+def test_a_release_pushes_the_wake_list_only_for_waiters_without_a_listener(
+    redis_url: str, impl: str
+) -> None:
+    """A conflict flags the holder's slot with who waits (shared/_lock_slots.lua): a listening
+    waiter with QUEUED_BY (2), so a release pushes nothing on the wake list, which nobody reads;
+    a waiter without a listener (``BLPOP``) with BLOCKED (1) too, and a release wakes it there,
+    while the listening one is woken on the listener (young: the lock freed, told to try again)."""
+    with fastlock.Client(redis_url, impl=impl) as client:
+        locks = fastlock.LockManager(client, patience=0.5)
+        holder = locks.lock("kinds", ttl=30)
+        assert holder.acquire("holder") is not None
+        scope = holder._main_scope
+        slot, queue = scope.slots[0], scope.wake + "q"
+        got: dict[str, tuple[Any, float, Any]] = {}  # the token, when, what its release freed
+
+        def listening() -> None:
+            lock = locks.lock("kinds", ttl=30)
+            token, at = lock.acquire("l", timeout=10), time.monotonic()
+            got["l"] = (token, at, lock.release("l"))
+
+        def blocked() -> None:
+            lock = locks.lock("kinds", ttl=30)
+            token, at = client.run(lock._waiting(scope, "b", 10.0)), time.monotonic()
+            got["b"] = (token, at, lock.release("b"))
+
+        waiter = threading.Thread(target=listening)
+        waiter.start()
+        while client.execute("ZCARD", queue) < 1:
+            time.sleep(0.002)
+        assert _waited_bits(client, slot) == b"2"
+        assert holder.release("holder") is not None
+        waiter.join(10)
+        assert type(got["l"][0]) is int and got["l"][2] == got["l"][0]
+        assert client.execute("EXISTS", scope.wake) == 0  # nothing pushed: nobody blocks on it
+
+        assert holder.acquire("holder") is not None
+        waiters = [threading.Thread(target=blocked), threading.Thread(target=listening)]
+        waiters[0].start()
+        while _waited_bits(client, slot) != b"1":
+            time.sleep(0.002)
+        waiters[1].start()
+        while client.execute("ZCARD", queue) < 1:
+            time.sleep(0.002)
+        assert _waited_bits(client, slot) == b"3"
+        released = time.monotonic()
+        assert holder.release("holder") is not None
+        for thread in waiters:
+            thread.join(15)
+        assert got.keys() == {"l", "b"}
+        assert all(
+            type(token) is int and at - released < MAX_NAP * 2 and freed == token
+            for token, at, freed in got.values()
+        ), got

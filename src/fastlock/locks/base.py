@@ -39,6 +39,7 @@ from .types import (
     _BY_NAME,
     DEQUEUED,
     FENCING,
+    LISTENS,
     MAX_LIMIT,
     QUEUED,
     SPECS,
@@ -264,16 +265,16 @@ class LockBase(Generic[R]):
     def _waiting(
         self, scope: Scope, job_id: str, wait: float, handoff: bool = False, listener: Any = None
     ) -> Operation[Any]:
-        """An acquire waiting up to ``wait`` seconds for releases (woken through the client's
-        ``listener``, if given): the token or the last conflict reply."""
-        first = Call(*self._acquire_call(scope, job_id, self._flags | WAITING, handoff))
-        flags = self._flags | WAITING | WAITED
+        """An acquire waiting up to ``wait`` s for releases (woken by ``listener``, if given):
+        the token or the last conflict reply; ``LISTENS`` tells the scripts which waiter it is."""
+        flags = self._flags | WAITING | (0 if listener is None else LISTENS)
+        first = Call(*self._acquire_call(scope, job_id, flags, handoff))
+        flags |= WAITED
         if listener is None:
             again = Call(*self._acquire_call(scope, job_id, flags, False))
             return wait_for(WaitPlan(first, again, scope.wake), wait)
-        # a listening waiter queues for the lock: a release hands it over (shared/_lock_wake.lua),
-        # naming this wait (an id of its own), so a message that comes late reaches no later wait;
-        # the listener's mark ("s": a shard channel) tells the release how to publish
+        # a listening waiter queues for a hand-over (shared/_lock_wake.lua) under an id of this wait
+        # (a late message reaches no later wait); the listener's mark ("s": shard channel) says how
         waiter = f"{listener.wait_mark}{_ids.next_id()}:{job_id}"
         patience = self.manager.patience
         member = (

@@ -22,7 +22,7 @@ __all__ = [
     "unexpected_reply",
 ]
 
-_SLOT = re.compile(rb"(\d+):[01]:(.+)", re.DOTALL)
+_SLOT = re.compile(rb"(\d+):[0-3]:(.+)", re.DOTALL)
 
 
 def unexpected_reply(script: str, reply: object) -> ProtocolError:

@@ -21,6 +21,7 @@ __all__ = [
     "check_limit",
     "DEQUEUED",
     "FAIR",
+    "LISTENS",
     "QUEUED",
     "WAITED",
     "WAITING",
@@ -86,6 +87,7 @@ WAITED = _FLAGS["WAITED"]  # the acquirer waited: its own slot wakes the next wa
 QUEUED = _FLAGS["QUEUED"]  # on conflict, enter the listening waiter in the scope's hand-over queue
 DEQUEUED = _FLAGS["DEQUEUED"]  # on conflict, leave that queue (the waiter's last attempt)
 FAIR = _FLAGS["FAIR"]  # a free slot goes to a live queued waiter ahead of the caller first
+LISTENS = _FLAGS["LISTENS"]  # the acquirer waits on a listener: it flags holders QUEUED_BY, not BLOCKED
 
 
 class LockType(str, enum.Enum):  # noqa: UP042 - StrEnum needs Python 3.11
