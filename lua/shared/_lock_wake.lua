@@ -47,6 +47,11 @@ local function enqueue(at, member)
   redis.call("PEXPIRE", alive, QUEUE_ALIVE_MS)
 end
 
+-- A member's fields: db, ttl ms, fenced, patience ms, wait, job
+local function parse_member(member)
+  return string.match(member, "^(%d+):(%d+):(%d):(%d+):([^:]*):(.*)$")
+end
+
 local function dequeue(at, member)
   local wake = KEYS[at]
   redis.call("ZREM", wake .. "q", member)
@@ -60,7 +65,7 @@ local function queued_ahead(at, job)
   local ms = nil
   for _ = 1, HAND_TRIES do
     local head = redis.call("ZRANGE", queue, 0, 0)[1]
-    if not head or string.match(head, "^%d+:%d+:%d:%d+:[^:]*:(.*)$") == job then
+    if not head or select(6, parse_member(head)) == job then
       return false
     end
     ms = ms or now_ms()
@@ -68,8 +73,7 @@ local function queued_ahead(at, job)
     if life and life + 0 >= ms then
       return true
     end
-    redis.call("ZREM", queue, head)
-    redis.call("ZREM", alive, head)
+    dequeue(at, head)
   end
   return false
 end
@@ -98,7 +102,7 @@ local function hand_over(at, key, values, limit, scope, max_history, bits)
       us = t[1] * 1000000 + t[2]
     end
     local life = redis.call("ZSCORE", alive, head)
-    local db, ttl, fenced, patience, wait, job = string.match(head, "^(%d+):(%d+):(%d):(%d+):([^:]*):(.*)$")
+    local db, ttl, fenced, patience, wait, job = parse_member(head)
     local holding = false
     for i = 1, limit do
       if values[i] and select(3, parse_slot(values[i])) == job then
@@ -113,8 +117,7 @@ local function hand_over(at, key, values, limit, scope, max_history, bits)
         end
         return nil
       end
-      redis.call("ZREM", queue, head)
-      redis.call("ZREM", alive, head)
+      dequeue(at, head)
       local token = fenced == "1" and redis.call("INCR", K_SEQ) or 1
       local value = string.format("%d:%d:", token, bits) .. job
       if ttl ~= "0" then
@@ -126,8 +129,7 @@ local function hand_over(at, key, values, limit, scope, max_history, bits)
       redis.call(publish, wake .. "@" .. db, string.format("%d:", token) .. wait .. ":" .. job)
       return job
     end
-    redis.call("ZREM", queue, head)
-    redis.call("ZREM", alive, head)
+    dequeue(at, head)
   end
   return nil
 end
