@@ -11,6 +11,7 @@ a job deeper in a backlog longer than twice the window is reported as ``queued``
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
@@ -21,6 +22,7 @@ from .ids import due_ms
 from .jobs import PAUSED, Member, command_replies, unexpected
 
 __all__ = [
+    "ISO_UTC",
     "OLDEST_LOOK",
     "MAX_WINDOW",
     "PREVIEW",
@@ -31,6 +33,7 @@ __all__ = [
     "Page",
     "UniqueLock",
     "cancel_args",
+    "describe_time",
     "cancelled",
     "job_args",
     "job_info",
@@ -49,6 +52,19 @@ WINDOW = 1000
 MAX_WINDOW = 10_000
 PREVIEW = 200
 """Bytes of payload a lookup returns (payloads over 1 MiB give no preview)."""
+
+
+ISO_UTC = "%Y-%m-%dT%H:%M:%SZ"
+
+
+def describe_time(at: float | None, now: float, stamp: str = ISO_UTC) -> str:
+    """A server time (``at``, s since the epoch; ``None``: "") as UTC in the ``strftime``
+    format ``stamp`` and its distance from ``now``: ``"<stamp> (in 2.0 s)"``, ``"(... 2.0 s ago)"``."""
+    if at is None:
+        return ""
+    delta = at - now
+    distance = f"in {delta:.1f} s" if delta >= 0 else f"{-delta:.1f} s ago"
+    return f"{time.strftime(stamp, time.gmtime(at))} ({distance})"
 
 
 @dataclass(frozen=True, slots=True)

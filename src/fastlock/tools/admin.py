@@ -22,6 +22,7 @@ from ..digest import check_digest
 from ..exceptions import ArgumentError, ArgumentTypeError, FastlockError
 from ..locks.keys import LockEntry
 from ..queues.admin import STATES, WINDOW, JobInfo
+from ..queues.admin import describe_time as _when
 from ..queues.queue import Queue
 
 __all__ = ["add_commands", "run"]
@@ -62,15 +63,6 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     return "\n".join(
         "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in cells
     )
-
-
-def _when(at: float | None, now: float) -> str:
-    """A server time as ISO UTC and its distance from ``now``."""
-    if at is None:
-        return ""
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
-    delta = at - now
-    return f"{stamp} ({'in ' if delta >= 0 else ''}{abs(delta):.1f} s{'' if delta >= 0 else ' ago'})"
 
 
 def _job_rows(jobs: Iterable[JobInfo], now: float) -> list[list[Any]]:

@@ -12,7 +12,7 @@ from urllib.parse import quote, urlencode
 from ..locks.keys import ChangelogEntry, LockEntry
 from ..locks.reaping import ReaperRun
 from ..locks.types import Holder
-from ..queues.admin import STATES, JobInfo, Page
+from ..queues.admin import STATES, JobInfo, Page, describe_time
 from .reads import QueueRow
 
 __all__ = ["STYLE", "confirm", "esc", "job", "layout", "lock", "locks", "message", "overview", "queue"]
@@ -39,11 +39,7 @@ def _q(value: str) -> str:
 
 
 def _when(at: float | None, now: float) -> str:
-    if at is None:
-        return ""
-    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(at))
-    delta = at - now
-    return f"{stamp} UTC ({'in ' if delta >= 0 else ''}{abs(delta):.1f} s{'' if delta >= 0 else ' ago'})"
+    return describe_time(at, now, "%Y-%m-%d %H:%M:%S UTC")
 
 
 def _table(headers: Sequence[str], rows: Iterable[Sequence[str]], empty: str = "none") -> str:
