@@ -52,10 +52,12 @@ local function parse_member(member)
   return string.match(member, "^(%d+):(%d+):(%d):(%d+):([^:]*):(.*)$")
 end
 
+-- Take `member` off the queue; its life goes with it (a member has one only while queued).
 local function dequeue(at, member)
   local wake = KEYS[at]
-  redis.call("ZREM", wake .. "q", member)
-  redis.call("ZREM", wake .. "a", member)
+  if redis.call("ZREM", wake .. "q", member) == 1 then
+    redis.call("ZREM", wake .. "a", member)
+  end
 end
 
 -- Whether a live queued waiter other than `job` heads the queue (dead heads are dropped).
@@ -101,7 +103,6 @@ local function hand_over(at, key, values, limit, scope, max_history, bits)
       ms, t = now_ms()
       us = t[1] * 1000000 + t[2]
     end
-    local life = redis.call("ZSCORE", alive, head)
     local db, ttl, fenced, patience, wait, job = parse_member(head)
     local holding = false
     for i = 1, limit do
@@ -109,9 +110,15 @@ local function hand_over(at, key, values, limit, scope, max_history, bits)
         holding = true
       end
     end
+    local young = job and us - found[2] < patience * 1000
+    local live = young and patience + 0 < QUEUE_ALIVE_MS -- queued for less than a life: alive
+    if job and not live then
+      local life = redis.call("ZSCORE", alive, head)
+      live = life and life + 0 >= ms
+    end
     local publish = job and string.byte(wait) == 115 and "SPUBLISH" or "PUBLISH" -- 115: "s"
-    if job and life and life + 0 >= ms and not holding then
-      if us - found[2] < patience * 1000 then
+    if live and not holding then
+      if young then
         if redis.call("SET", wake .. "n", head, "PX", patience, "GET") ~= head then
           redis.call(publish, wake .. "@" .. db, "0:" .. wait .. ":" .. job)
         end
