@@ -20,6 +20,7 @@ from harness.size import sized
 import fastlock
 from fastlock.locks.notify import MAX_NAP
 from fastlock.sync.notify import Listener
+from fastlock.testing.cluster import wait_until
 from fastlock.testing.servers import TempServer
 from fastlock.tools.costs import command_calls
 
@@ -406,8 +407,7 @@ def test_a_release_pushes_the_wake_list_only_for_waiters_without_a_listener(
 
         waiter = threading.Thread(target=listening)
         waiter.start()
-        while client.execute("ZCARD", queue) < 1:
-            time.sleep(0.002)
+        wait_until(lambda: client.execute("ZCARD", queue) >= 1, 10, "queued", 0.002)
         assert _waited_bits(client, slot) == b"2"
         assert holder.release("holder") is not None
         waiter.join(10)
@@ -417,11 +417,9 @@ def test_a_release_pushes_the_wake_list_only_for_waiters_without_a_listener(
         assert holder.acquire("holder") is not None
         waiters = [threading.Thread(target=blocked), threading.Thread(target=listening)]
         waiters[0].start()
-        while _waited_bits(client, slot) != b"1":
-            time.sleep(0.002)
+        wait_until(lambda: _waited_bits(client, slot) == b"1", 10, "flagged BLOCKED", 0.002)
         waiters[1].start()
-        while client.execute("ZCARD", queue) < 1:
-            time.sleep(0.002)
+        wait_until(lambda: client.execute("ZCARD", queue) >= 1, 10, "queued", 0.002)
         assert _waited_bits(client, slot) == b"3"
         released = time.monotonic()
         assert holder.release("holder") is not None

@@ -85,7 +85,7 @@ class AsyncClusterClient(AsyncClusterNodes, ScriptSettingsAccess, AsyncLockQueue
         self._redirects = 0
         self._listeners: AsyncListenerSlot[AsyncRoutedListener] = AsyncListenerSlot()
         if True:  # ASYNC
-            pass
+            pass  # the script calls: _plain_call, a method below
         else:  # the script calls: the core's SlotRouter
             self._router = self._first._core.SlotRouter(
                 self.scripts,
