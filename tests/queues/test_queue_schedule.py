@@ -261,5 +261,28 @@ def test_the_cli_scheduler_stops_on_sigint(client: fastlock.Client, redis_url: s
             time.sleep(0.02)
     finally:
         process.send_signal(signal.SIGINT)
-        out, _ = process.communicate(timeout=30)
+        try:
+            out, _ = process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:  # say why, and leave no scheduler running behind
+            here = _signal_state(os.getpid(), threading.get_native_id())
+            state = f"child {_signal_state(process.pid)}; this thread {here}"
+            process.kill()
+            process.communicate()
+            raise AssertionError(f"the scheduler did not stop within 30 s of SIGINT ({state})") from None
     assert process.returncode == 0 and "scheduler stopped" in out
+
+
+def _signal_state(pid: int, tid: int | None = None) -> str:
+    """A process's (or one of its threads') state, SIGINT mask and disposition, and kernel wait."""
+    base = f"/proc/{pid}" + ("" if tid is None else f"/task/{tid}")
+    try:
+        with open(f"{base}/status") as status:
+            fields = dict(line.rstrip("\n").split(":\t", 1) for line in status if ":\t" in line)
+        with open(f"{base}/wchan") as wchan:
+            waiting = wchan.read()
+    except OSError as exc:
+        return f"unreadable: {exc}"
+    sigint = [
+        bool(int(fields[name], 16) & 1 << (signal.SIGINT - 1)) for name in ("SigBlk", "SigIgn", "SigCgt")
+    ]
+    return f"state {fields.get('State')}, SIGINT blocked/ignored/caught {sigint}, wchan {waiting}"
