@@ -19,6 +19,7 @@ __all__ = [
     "GATED",
     "OBSERVED_PATHS",
     "PATHS",
+    "WAIT_PATHS",
     "PIPELINE",
     "hiredis_command",
     "raw_socket_hiredis",
@@ -157,6 +158,18 @@ ratios are gated on every toolchain; their budgets only where the toolchain's ta
 them (``--update`` on that toolchain writes them): a table without them is still complete."""
 
 
+def _waiting_lock(where: str) -> Op:
+    """``lock acquire + release`` with a timeout: a wait that finds the lock free."""
+    from fastlock.tools.workloads import lock_acquire_release
+
+    return lock_acquire_release(client_of(where), timeout=5)
+
+
+WAIT_PATHS = (Path_("lock acquire + release, timeout=5", _waiting_lock, ops=400, warmup=200),)
+"""A wait (``timeout`` > 0) on a free lock, beside ``lock acquire + release``: the same call
+(docs/locks.md), so its ratio to it is gated everywhere; budgeted where the table has it."""
+
+
 def _observed(kind: str, setup: Callable[[str], Op]) -> Callable[[str], Op]:
     """``setup`` with an observer installed first (before its client is made): ``prometheus``
     (``fastlock.metrics.prometheus.register`` on a private registry) or ``tracing`` (the
@@ -231,5 +244,5 @@ acquire + release and an unbatched job from 100 tasks each on its own lock or qu
 operation, on the default loop (and uvloop: the call and the lock), beside the sync paths
 measured in the same run (their ratios in budgets.toml)."""
 
-GATED = (*PATHS, *AIO_PATHS, *CLUSTER_PATHS, *OBSERVED_PATHS)
+GATED = (*PATHS, *WAIT_PATHS, *AIO_PATHS, *CLUSTER_PATHS, *OBSERVED_PATHS)
 """Every path of the gate: what :func:`fastlock.tools.instructions.measure` loads from this file."""

@@ -36,6 +36,7 @@ from instruction_paths import (
     GATED,
     OBSERVED_PATHS,
     PATHS,
+    WAIT_PATHS,
     hiredis_command,
     raw_socket_hiredis,
 )
@@ -65,12 +66,12 @@ __all__ = [
 BUDGETS = Path(__file__).with_name("budgets.toml")
 REQUIRE_ENV = "FASTLOCK_REQUIRE_INSTRUCTION_GATE"
 UPDATE = "python bench/instructions.py --update"
-OPTIONAL_BUDGETS = frozenset(p.name for p in (*CLUSTER_PATHS, *OBSERVED_PATHS))
+OPTIONAL_BUDGETS = frozenset(p.name for p in (*CLUSTER_PATHS, *OBSERVED_PATHS, *WAIT_PATHS))
+"""The cluster, observed and wait paths: budgeted only where the toolchain's table has them
+(``--update`` on that toolchain writes them), their ratios gated everywhere."""
 LOOP_PATHS = frozenset(p.name for p in AIO_PATHS)
 """The asyncio paths: how many replies an event loop's iteration hands over varies a little
 with timing, so their counts move more between runs than the others' (``loop_tolerance``)."""
-"""The cluster and observed paths: budgeted only where the toolchain's table has them
-(``--update`` on that toolchain writes them), their overhead ratios gated everywhere."""
 BY_NAME = {p.name: p for p in GATED}
 
 

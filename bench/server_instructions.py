@@ -11,20 +11,34 @@ prefix) / ops. Counts move with the ids a recording draws by a few hundred instr
 dumps (``callgrind_annotate --inclusive=yes DIR/callgrind.out.<pid>.<n>``): with
 ``--breakdown`` the EVALSHA share and the script's ``redis.call``s are printed too (a
 server built from source names every function; a packaged one may not).
+
+``--prologue`` adds what every call of a script runs before its own statements (EVALSHA runs
+the whole body: the partials' functions are made anew, the template's locals set): each
+script of :data:`PROLOGUE` cut short there, beside a script doing nothing, both guarded as
+fastlock sends them and given the same 5 keys and 4 arguments.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import re
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from fastlock import Client
+from fastlock.scripts.registry import Script, ScriptRegistry, guard
 from fastlock.testing.servers import TempServer, find_binaries
 from fastlock.tools import floor
+from fastlock.tools.bench import Workload
 from fastlock.tools.workloads import ALL
+
+PROLOGUE = ("lock_acquire", "lock_release")
+"""The scripts ``--prologue`` cuts short: the two calls of every lock lifecycle."""
+PROLOGUE_KEYS = tuple(f"{{p}}:k{n}" for n in range(1, 6))
+PROLOGUE_ARGS = ("job", "scope", "30000", "3")
 
 BREAKDOWN = {  # column -> functions whose inclusive cost it is (Redis 7.0 / Valkey names)
     "EVALSHA": ("evalShaCommand",),
@@ -81,6 +95,39 @@ def inclusive(dump: Path, names: tuple[str, ...]) -> int | None:
     return max((int(match[1].replace(",", "")) for matches in found for match in matches), default=None)
 
 
+def cut_short(script: Script) -> str:
+    """``script``'s source returning at its template's first statement after the last line
+    its partials rendered (every line keeps its number)."""
+    lines = script.source.splitlines(keepends=True)
+    template = script.rendered.origins[0][0]
+    last = max(i for i, (file, _) in enumerate(script.rendered.origins) if file is not template)
+    at = next(
+        i for i in range(last + 1, len(lines)) if lines[i].strip() and not lines[i].lstrip().startswith("--")
+    )
+    lines[at] = "do return 1 end " + lines[at]
+    return "".join(lines)
+
+
+def _evalsha(source: str) -> Callable[[Client], Callable[[], object]]:
+    """A workload set-up loading the guarded body of ``source`` and calling it."""
+    body = guard(source).encode()
+    sha = hashlib.sha1(body).hexdigest()
+
+    def setup(client: Client) -> Callable[[], object]:
+        client.execute("SCRIPT", "LOAD", body)
+        return lambda: client.execute("EVALSHA", sha, len(PROLOGUE_KEYS), *PROLOGUE_KEYS, *PROLOGUE_ARGS)
+
+    return setup
+
+
+def prologues() -> list[Workload]:
+    """The workloads of ``--prologue``."""
+    registry = ScriptRegistry()
+    sources = {"EVALSHA: a script doing nothing": "return 1"}
+    sources.update((f"{name}: its prologue", cut_short(registry.get(name))) for name in PROLOGUE)
+    return [Workload(label, _evalsha(source)) for label, source in sources.items()]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -92,9 +139,12 @@ def main() -> None:
     parser.add_argument("--server", default="redis", help="redis, valkey, or the path of a server binary")
     parser.add_argument("--out", type=Path, default=None, help="keep the callgrind dumps here")
     parser.add_argument("--breakdown", action="store_true", help="EVALSHA and redis.call shares too")
+    parser.add_argument("--prologue", action="store_true", help="the lock scripts' prologues too")
     options = parser.parse_args()
     binary = find_binaries().get(options.server, (options.server, ""))[0] or options.server
     workloads = [w for w in ALL if w.counted and (not options.k or any(k in w.name for k in options.k))]
+    if options.prologue:
+        workloads += prologues()
     with tempfile.TemporaryDirectory() as tmp:
         out = options.out or Path(tmp)
         out.mkdir(parents=True, exist_ok=True)
@@ -110,8 +160,12 @@ def main() -> None:
                 floor.Recording(recording.writes[: recording.prefix], recording.prefix, 0).save(prefix)
                 recordings.append((workload.name, ops, prefix, whole))
         with CallgrindServer(binary, out) as server:
-            with Client(server.unix_url, warm_up=True) as loader:
-                loader.execute("PING")  # a first connection: every built-in script loaded
+            # every script a workload calls loaded, as on the server it was recorded on (else
+            # its replayed EVALSHA gets NOSCRIPT); counted before the counters are zeroed
+            with Client(server.unix_url, db=floor.REPLAY_DB, warm_up=True) as loader:
+                for workload in workloads:
+                    workload.setup(loader)()
+                loader.execute("FLUSHDB")
             print(f"server instructions per operation replayed from C ({binary})")
             columns = list(BREAKDOWN) if options.breakdown else []
             print(f"{'workload':50s} {'instructions':>12s}" + "".join(f" {c:>14s}" for c in columns))

@@ -86,12 +86,10 @@ def run(request: pytest.FixtureRequest) -> Run:
     return Run(measurement, key, budgets)
 
 
-@pytest.mark.parametrize(
-    "name", [path.name for path in (*gate.PATHS, *gate.AIO_PATHS, *gate.CLUSTER_PATHS, *gate.OBSERVED_PATHS)]
-)
+@pytest.mark.parametrize("name", [path.name for path in gate.GATED])
 def test_instruction_budget(run: Run, name: str) -> None:
     """The path's instructions per op are within its budget's tolerance, and not far below it
-    (the cluster paths: where this toolchain's table has their budgets)."""
+    (the optional ones, ``gate.OPTIONAL_BUDGETS``: where this toolchain's table has their budgets)."""
     if name in run.measurement.skipped:
         pytest.skip(run.measurement.skipped[name])
     if run.budgets is None:

@@ -46,7 +46,7 @@ end
 -- With WAITING the holders' slots are flagged so that their release wakes a waiter (BLOCKED,
 -- or QUEUED_BY with LISTENS: shared/_lock_slots.lua); on
 -- conflict `member` (a listening waiter's) is entered in the scope's queue with QUEUED,
--- removed with DEQUEUED; taking a slot always removes it.
+-- removed with DEQUEUED; taking a slot removes it (unless FRESH: a new member, not queued yet).
 local function acquire(at, limit, scope, job, ttl, flags, max_history, member)
   local first = at + 1
   local values
@@ -55,7 +55,7 @@ local function acquire(at, limit, scope, job, ttl, flags, max_history, member)
   if limit == 1 and not behind then
     local token, old = claim(KEYS[first], true, scope, limit, job, ttl, flags, max_history, "NX")
     if token then
-      if member then
+      if member and flags % (2 * FRESH) < FRESH then
         dequeue(at, member)
       end
       return token
@@ -77,7 +77,7 @@ local function acquire(at, limit, scope, job, ttl, flags, max_history, member)
     end
     if free and not behind then
       local token = claim(KEYS[at + free], held == 0, scope, limit, job, ttl, flags, max_history)
-      if member then
+      if member and flags % (2 * FRESH) < FRESH then
         dequeue(at, member)
       end
       return token

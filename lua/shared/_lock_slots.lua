@@ -11,6 +11,7 @@
 local K_INDEX = KEYS[1] -- zset: member "<scope>#<limit>", score 0, paged by lex
 local K_SEQ = KEYS[2]   -- string: the bucket's fencing counter
 local K_LOG = KEYS[3]   -- stream: the bucket's changelog
+-- #const
 local FIRST_SCOPE = 4
 local BLOCKED, QUEUED_BY = 1, 2
 

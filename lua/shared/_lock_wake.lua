@@ -1,4 +1,5 @@
 -- #include "shared/_lock_slots.lua"
+-- #const
 local WAKE_TTL_MS = 10000
 
 -- Wake `n` blocked acquirers of the scope at KEYS[at], plus one spare: a waiter that pops a
@@ -24,6 +25,7 @@ end
 -- of that wait, no ':', starting with "s" when the waiter listens on a cluster's sharded
 -- channel; patience: see hand_over). Both keys derive from the wake list's name: the
 -- same cluster slot, which the channel "<wake>@<db>" shares (its hash tag).
+-- #const
 local QUEUE_ALIVE_MS = 3000 -- a waiter that stops attempting is skipped after this
 local QUEUE_MAX = 10000     -- waiters past this many wait on their re-checks only
 local HAND_TRIES = 8        -- dead queue heads skipped per release, at most

@@ -8,6 +8,7 @@
 -- of `count`, before the prioritised lane is read, and otherwise by each claim that mints a
 -- multiple of PROMOTE_EVERY as a token: a due job is promoted by the first claim that finds
 -- too few ready jobs, or at the latest once PROMOTE_EVERY more jobs have been claimed.
+-- #const
 local PROMOTE, PROMOTE_EVERY = 100, 16
 
 -- Move up to PROMOTE due delayed jobs to ready. Returns true if some were due, else false

@@ -14,6 +14,7 @@ local K_WAKE = KEYS[7]    -- stream: one entry per wake-up of blocked waiters; "
 -- conflict, registers the waiter (a writer also as waiting: new readers wait behind it);
 -- WAITED, the waiter leaves on success; DEQUEUED, it leaves on conflict (its last attempt).
 
+-- #const
 local ALIVE_MS = 3000     -- a waiter counts as alive (and a writer as waiting) this long after its attempt
 local WAKE_TTL_MS = 10000 -- life of the wake stream after its last entry
 local MAX_SEEN = 256      -- waiters a wake-up looks at to know which kinds there are

@@ -101,6 +101,52 @@ def test_a_waiter_that_leaves_does_not_delay_the_next(run: Run, redis_url: str, 
     run(main())
 
 
+def test_a_waiter_cancelled_in_its_first_attempt_leaves_no_trace(run: Run, redis_url: str, impl: str) -> None:
+    """A waiter that joins the waiters of its channel (no I/O) and is cancelled while its first
+    attempt, the one that queues it, is in flight (the server paused) leaves the listener, and
+    its release takes it off the queue: the lock goes to the waiter that stayed, nothing is left."""
+    with fastlock.Client(redis_url, max_connections=1) as probe:
+
+        async def main() -> None:
+            async with Client(redis_url, impl=impl) as client:
+                holder = client.lock("gone", ttl=30)
+                assert await holder.acquire("holder") is not None
+                assert holder._main_scope is not None
+                wake = holder._main_scope.wake
+                queue, channel = (wake + "q").encode(), client.listener.channel(wake)
+                first = asyncio.create_task(client.lock("gone", ttl=30, timeout=20).acquire("a"))
+                deadline = time.monotonic() + 10
+                # its conflict queues it, then it subscribes: wait for the confirmation too
+                while not (probe.execute("ZCARD", queue) and client.listener.joins(channel)):
+                    assert time.monotonic() < deadline, "the first waiter never queued and listened"
+                    await asyncio.sleep(0.005)
+                assert probe.execute("CLIENT", "PAUSE", 10_000, "WRITE") == b"OK"
+                try:
+                    second = asyncio.create_task(client.lock("gone", ttl=30, timeout=20).acquire("b"))
+                    await asyncio.sleep(0.05)  # it joins and sends its attempt, which waits
+                    assert not second.done()
+                    second.cancel()
+                    with pytest.raises(asyncio.CancelledError):
+                        await second
+                    assert client.listener.joins(channel)  # the first waiter is still there
+                finally:
+                    probe.execute("CLIENT", "UNPAUSE")
+                left = time.monotonic() + MAX_NAP / 2  # (a queued member lives 3 s: not waited out)
+                while probe.execute("ZCARD", queue) != 1:  # the attempt ran, then the release
+                    assert time.monotonic() < left, "the cancelled waiter stayed queued"
+                    await asyncio.sleep(0.005)
+                released = time.monotonic()
+                assert await holder.release("holder") is not None
+                assert await first is not None
+                assert time.monotonic() - released < MAX_NAP / 2
+                assert await client.lock("gone", ttl=30).release("a") is not None
+                assert not client.listener.joins(channel)
+                assert not probe.execute("ZCARD", queue)
+                assert not await holder.locked()
+
+        run(main())
+
+
 def test_a_wait_on_a_free_lock_costs_what_an_attempt_costs(run: Run, redis_url: str, impl: str) -> None:
     """An acquire with a timeout that finds the lock free sends what one without a timeout
     sends (the same commands, one round trip each way) and never opens the listener."""
@@ -389,7 +435,8 @@ def test_a_limit_lock_hands_each_freed_slot_over(run: Run, redis_url: str, impl:
 @pytest.mark.parametrize("kind", ["while_executing", "until_and_while_executing"])
 def test_a_runtime_wait_is_handed_the_lock(run: Run, redis_url: str, impl: str, kind: str) -> None:
     """A job waiting for the runtime lock (the until_and_while_executing one after its
-    queue-time swap) queues and is handed the lock by the running job's release."""
+    queue-time swap) queues and is handed the lock by the running job's release; so is a job
+    that starts while others wait (it joins them first), and its start frees its queue-time lock."""
     with fastlock.Client(redis_url, max_connections=1) as probe:
 
         async def main() -> None:
@@ -408,6 +455,10 @@ def test_a_runtime_wait_is_handed_the_lock(run: Run, redis_url: str, impl: str, 
                     order.append("2 in")
                     return "2"
 
+                async def third() -> str:
+                    order.append("3 in")
+                    return "3"
+
                 assert await lock.enqueue("1")
                 running = asyncio.create_task(lock.execute("1", first))
                 while not order:
@@ -419,11 +470,21 @@ def test_a_runtime_wait_is_handed_the_lock(run: Run, redis_url: str, impl: str, 
                 while not probe.execute("ZCARD", queue):
                     assert time.monotonic() < deadline, "the runtime waiter never queued"
                     await asyncio.sleep(0.005)
+                # a third job starts while the second waits: its start is the swap all the same
+                # (it does not join the waiters first), so its queue-time lock is freed and a
+                # fourth job of the digest is enqueued
+                assert await lock.enqueue("3")
+                joining = asyncio.create_task(lock.execute("3", third))
+                while probe.execute("ZCARD", queue) < 2:
+                    assert time.monotonic() < deadline, "the third job never queued"
+                    await asyncio.sleep(0.005)
+                assert await lock.enqueue("4")
                 gate.set()
                 released = time.monotonic()
-                assert await running == "1" and await waiting == "2"
+                assert await running == "1" and await waiting == "2" and await joining == "3"
                 assert time.monotonic() - released < MAX_NAP / 2
-                assert order == ["1 in", "1 out", "2 in"]
+                assert order == ["1 in", "1 out", "2 in", "3 in"]
+                assert (await lock.release("4") is not None) == (kind == "until_and_while_executing")
                 assert not await lock.locked()
 
         run(main())

@@ -25,6 +25,7 @@ from fastlock.cluster.topology import REFRESH_COOLDOWN
 from fastlock.locks.notify import MAX_NAP
 from fastlock.protocol.slots import key_slot
 from fastlock.testing.cluster import TempCluster, wait_until
+from fastlock.testing.raw import ServerError
 
 pytestmark = pytest.mark.slow  # slow tier: cluster failovers
 
@@ -115,11 +116,19 @@ def _run_load(client: ClusterClient, failover: Failover) -> tuple[Load, float, s
     try:
         wait_until(lambda: len(load.successes) >= RESUMED or load.stop.is_set(), 60, "load running")
         promoted_at, slots = failover()
-        wait_until(
-            lambda: len(_after(load, promoted_at, slots)) >= RESUMED or load.stop.is_set(),
-            60,
-            "successes on the failed-over slots after the promotion",
-        )
+        errors = len(load.errors)
+        try:
+            wait_until(
+                lambda: len(_after(load, promoted_at, slots)) >= RESUMED or load.stop.is_set(),
+                60,
+                "successes on the failed-over slots after the promotion",
+            )
+        except ServerError as late:  # say what the workers saw meanwhile
+            since = load.errors[errors:]
+            raise AssertionError(
+                f"{late}: {len(_after(load, promoted_at, slots))} of {RESUMED}, "
+                f"{len(load.successes)} successes in all, {len(since)} errors since, the last: {since[-3:]!r}"
+            ) from None
     finally:
         load.stop.set()
         for thread in threads:

@@ -209,6 +209,12 @@ def test_waiters_follow_their_slot_to_another_node(cluster_url: str, cluster: Te
                     await asyncio.to_thread(_listening, new, channel)
                     assert time.monotonic() - moved < MAX_NAP + 1
                     assert old.execute("PUBSUB", "SHARDNUMSUB", channel)[1] == 0
+                    # every waiter entered there (one whose signal was lost in a re-check naps
+                    # first): a hand-over's message then finds its waiter
+                    deadline = time.monotonic() + 10
+                    while _entered(client, target.port) < len(waiters):
+                        assert time.monotonic() < deadline, "the waiters never entered on the new node"
+                        await asyncio.sleep(0.005)
                 for task in waiters:
                     assert not task.done()
                 token = await holder.release("holder")
@@ -222,6 +228,12 @@ def test_waiters_follow_their_slot_to_another_node(cluster_url: str, cluster: Te
                 await asyncio.to_thread(_move, cluster, slot, target, source)
 
     asyncio.run(main())
+
+
+def _entered(client: AsyncClusterClient, port: int) -> int:
+    """The waiters entered (not lost) on the client's listener of the node at ``port``."""
+    routed = client.listener
+    return sum(not signal.lost for signal, node in routed._homes.items() if node._params.port == port)
 
 
 async def _next_holder(client: AsyncClusterClient, waiters: list[asyncio.Task[Any]]) -> str:

@@ -19,6 +19,7 @@ from harness.size import sized
 
 import fastlock
 from fastlock.locks.notify import MAX_NAP
+from fastlock.locks.types import QUEUED
 from fastlock.sync.notify import Listener
 from fastlock.testing.cluster import wait_until
 from fastlock.testing.servers import TempServer
@@ -430,3 +431,62 @@ def test_a_release_pushes_the_wake_list_only_for_waiters_without_a_listener(
             type(token) is int and at - released < MAX_NAP * 2 and freed == token
             for token, at, freed in got.values()
         ), got
+
+
+def test_a_wait_on_a_free_lock_costs_what_an_attempt_costs_on_a_lingering_channel(
+    redis_url: str, impl: str
+) -> None:
+    """After a wait, the lock's channel stays subscribed without waiters (``LINGER``): an acquire
+    with a timeout that finds the lock free still sends what one without a timeout sends (it
+    does not join the channel and queue first: nobody of this client waits there)."""
+    with fastlock.Client(redis_url, impl=impl) as client, fastlock.Client(redis_url, impl=impl) as probe:
+        holder = client.lock("lingers", ttl=30)
+        assert holder.acquire("holder") is not None
+        got: list[int | None] = []
+        waiter = threading.Thread(
+            target=lambda: got.append(client.lock("lingers", ttl=30).acquire("w", timeout=10))
+        )
+        waiter.start()
+        wait_until_listening(probe, 1)
+        assert holder.release("holder") is not None
+        waiter.join(10)
+        assert type(got[0]) is int and holder.release("w") == got[0]
+        channel = client.listener.channel(holder._main_scope.wake)
+        assert channel in probe.execute("PUBSUB", "CHANNELS")  # lingering, no waiter
+
+        def lifecycles(timeout: float) -> dict[str, int]:
+            lock = client.lock("lingers", ttl=30, timeout=timeout)
+            probe.execute("CONFIG", "RESETSTAT")
+            for n in range(20):
+                assert lock.acquire(f"j{n}") is not None
+                assert lock.release(f"j{n}") is not None
+            return command_calls(probe)
+
+        assert lifecycles(5.0) == lifecycles(0.0)
+        assert channel in probe.execute("PUBSUB", "CHANNELS")
+
+
+def test_a_waiters_first_queued_attempt_dequeues_nothing(redis_url: str, impl: str) -> None:
+    """A waiter that joins its client's waiters sends a first attempt that queues it (``FRESH``):
+    on a free lock it takes the lock without a ``ZREM`` (its member is not queued yet); on a
+    held one it is queued, and a later attempt that takes the lock dequeues it."""
+    with fastlock.Client(redis_url, impl=impl) as client, fastlock.Client(redis_url, impl=impl) as probe:
+        lock = client.lock("fresh", ttl=30)
+        scope = lock._main_scope or lock._bind()
+        queue = (scope.wake + "q").encode()
+        _, _, first = lock._joining(scope, "w", client.listener)
+        assert type(client.call(first.name, first.keys, first.args)) is int  # warm: scripts loaded
+        assert lock.release("w") is not None
+        _, member, first = lock._joining(scope, "w", client.listener)
+        probe.execute("CONFIG", "RESETSTAT")
+        assert type(client.call(first.name, first.keys, first.args)) is int
+        assert "zrem" not in command_calls(probe) and not probe.execute("EXISTS", queue)
+        assert lock.release("w") is not None
+        assert lock.acquire("holder") is not None
+        assert type(client.call(first.name, first.keys, first.args)) is list  # a conflict queues it
+        assert probe.execute("ZRANGE", queue, 0, -1) == [member.encode()]
+        assert lock.release("holder") is not None
+        again = lock._queued_call(scope, "w", client.listener, QUEUED, member)
+        assert type(client.call(again.name, again.keys, again.args)) is int
+        assert not probe.execute("EXISTS", queue)
+        assert lock.release("w") is not None

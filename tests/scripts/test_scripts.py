@@ -242,7 +242,7 @@ def busy_client(private_server: TempServer, impl: str) -> Iterator[fastlock.Clie
 
 
 def test_busy_is_retried_until_the_deadline(busy_client: fastlock.Client, private_server: TempServer) -> None:
-    with BusyScript(private_server, 0.5) as busy:
+    with BusyScript(private_server, 1.5) as busy:
         with pytest.raises(fastlock.ScriptBusyError) as info:
             busy_client.call("counter", ["n"], busy_timeout=0.1)
         # gave up at its own deadline, not the client's 5 s
@@ -271,7 +271,7 @@ def test_kill_policy_waits_for_a_script_that_has_written(
     busy_client: fastlock.Client, private_server: TempServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     busy_client.kill_busy_after = 0.0
-    with BusyScript(private_server, 0.4, write=True) as busy:
+    with BusyScript(private_server, 1.5, write=True) as busy:
         assert busy_client.call("counter", ["n"]) == 1
     assert busy.reply == b":1\r\n"
     assert "SCRIPT KILL refused: the busy script has written" in caplog.text

@@ -116,6 +116,69 @@ def test_bad_directives(tmp_path: Path, line: str, message: str) -> None:
         registry(tmp_path, {"main.lua": line + "\n"}).get("main")
 
 
+def test_constants_are_written_where_they_are_read(tmp_path: Path) -> None:
+    """A ``-- #const`` block's names are written as their numbers in the lines rendered after
+    each declaration (not in strings, comments or fields); every line keeps its number."""
+    main = (
+        "-- #const\n"
+        "local LIMIT, NEG = 8, -1 -- a comment\n"
+        "local RATE = 2.5\n"
+        "\n"
+        "local FREE = 3\n"
+        '-- #include "shared/_p.lua"\n'
+        "local t = {LIMIT, x = FREE}\n"
+        "return f(LIMIT .. 'LIMIT', t.LIMIT, x:LIMIT(), 1 - NEG, RATE * WIDE) -- LIMIT\n"
+    )
+    reg = registry(tmp_path, {"main.lua": main, "shared/_p.lua": "-- #const\nlocal WIDE = 16\n"})
+    script = reg.get("main")
+    assert script.source.splitlines() == [
+        "-- #const",
+        "local LIMIT, NEG = 8, -1 -- a comment",
+        "local RATE = 2.5",
+        "",
+        "local FREE = 3",  # not in the block: it ends at its first other line
+        '-- #include "shared/_p.lua"',
+        "-- #const",
+        "local WIDE = 16",
+        "local t = {8, x = FREE}",
+        "return f(8 .. 'LIMIT', t.LIMIT, x:LIMIT(), 1 - (-1), 2.5 * 16) -- LIMIT",
+    ]
+    assert [line for _, line in script.rendered.origins] == [1, 2, 3, 4, 5, 6, 1, 2, 7, 8]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("-- #const\nlocal LIMIT = KEYS[1]\n", "main.lua:1: -- #const must be followed by lines like"),
+        ("return 1\n-- #const", "main.lua:2: -- #const must be followed by lines like"),
+        ("LIMIT = 9\n", "main.lua:3: constant LIMIT is assigned"),
+        ("local x = {LIMIT = 1}\n", "main.lua:3: constant LIMIT is assigned"),
+        ("local a, LIMIT\n", "main.lua:3: constant LIMIT is declared again"),
+        ("\nfor _, LIMIT in x do end\n", "main.lua:4: constant LIMIT is declared again"),
+        ("function t.f:g(a, LIMIT) end\n", "main.lua:3: constant LIMIT is declared again"),
+        ("local function LIMIT() end\n", "main.lua:3: constant LIMIT is declared again"),
+    ],
+)
+def test_a_constant_is_only_read(tmp_path: Path, text: str, message: str) -> None:
+    if not text.startswith(("-- #const", "return")):
+        text = "-- #const\nlocal LIMIT = 8\n" + text
+    with pytest.raises(fastlock.TemplateError, match=re.escape(message)):
+        registry(tmp_path, {"main.lua": text}).get("main")
+
+
+def test_builtin_lock_scripts_read_no_flag_by_name() -> None:
+    """The lock flags, declared constants, are numbers wherever the built-in scripts read them:
+    their names are left in the declaration lines only (the suite runs the scripts)."""
+    flags = re.compile(r"\b(TRACK|FENCING|WAITING|WAITED|QUEUED|DEQUEUED|FAIR|LISTENS|FRESH)\b")
+    reg = ScriptRegistry()
+    for name in ("lock_acquire", "lock_handoff", "rwlock_acquire"):
+        code = [line.split("--")[0] for line in reg.get(name).source.splitlines()]
+        assert [line for line in code if flags.search(line)] == [
+            "local TRACK, FENCING, WAITING, WAITED, QUEUED, DEQUEUED, FAIR, LISTENS, FRESH = "
+            "1, 2, 4, 8, 16, 32, 64, 128, 256"
+        ], name
+
+
 def test_meta_declarations_merge_in_documented_order(tmp_path: Path) -> None:
     reg = registry(
         tmp_path,

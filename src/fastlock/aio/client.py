@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import functools
 from collections.abc import Coroutine, Sequence
 from contextlib import AbstractAsyncContextManager
 from time import monotonic
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 
 from .. import metrics
 from ..exceptions import ConnectionError, FastlockError, ResponseError, TimeoutError
-from ..operations import AsyncRunner, Operation, T
+from ..operations import AsyncRunner, Command, Commands, Operation, Step, T, run_plan_async
 from ..params import DEFAULT_URL, blocking_wait
 from ..protocol.commands import refuse_connection_state, refuse_each
 from ..scripts import calling
@@ -35,7 +36,7 @@ from ..scripts.clients import ClientOptions, ClientShell
 from ..scripts.registry import Script, ScriptStats
 from .access import AsyncLockQueueAccess
 from .connection import Connection, open_connection
-from .drive import drive
+from .drive import drive, perform
 from .notify import Listener
 from .pipeline import BoundScript, Pipeline
 from .pool import Pool
@@ -262,7 +263,7 @@ class Client(ClientShell[BoundScript, Pool], AsyncLockQueueAccess, AbstractAsync
             script = self.scripts.get(name)
         if script.meta:
             if self.script_settings.server_version is None and "server_version" in script.meta:
-                await self.run(read_server_version(self.script_settings))
+                await self._run_within(read_server_version(self.script_settings), within)
             args = [*args, *meta_values(script, self.script_settings)]
         start = monotonic()
         try:
@@ -290,12 +291,24 @@ class Client(ClientShell[BoundScript, Pool], AsyncLockQueueAccess, AbstractAsync
                     raise outcome
                 outcome = await self._request(self._encode_evalsha(script.sha, keys, args), 0, within)
             if isinstance(outcome, ResponseError):
-                outcome = await drive(self, recover(script, keys, args, outcome, start, policy, busy))
+                recovery = recover(script, keys, args, outcome, start, policy, busy)
+                outcome = await self._run_within(recovery, within)
         except BaseException as exc:
             calling.record_failure(script, policy, monotonic() - start, exc)
             raise
         self._record_call(script, policy, monotonic() - start)
         return outcome
+
+    def _run_within(self, operation: Operation[T], within: Seconds) -> Coroutine[Any, Any, T]:
+        """Run ``operation``, a part of one call, its commands under that call's ``timeout``."""
+        return run_plan_async(operation, functools.partial(self._step_within, within))
+
+    async def _step_within(self, within: Seconds, step: Step) -> object:
+        if type(step) is Command:
+            return await self.execute(*step.args, timeout=within)
+        if type(step) is Commands:
+            return await self.execute_many(step.commands, timeout=within)
+        return await perform(self, step)
 
     async def server_version(self) -> str:
         """:attr:`fastlock.Client.server_version`, awaited."""

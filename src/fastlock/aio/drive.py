@@ -26,12 +26,13 @@ if True:  # ASYNC
 else:
     import time  # noqa: F401
 
-__all__ = ["drive"]
+__all__ = ["drive", "perform"]
 
 T = TypeVar("T")
 
 
-async def _perform(runner: AsyncRunner, step: Step) -> object:
+async def perform(runner: AsyncRunner, step: Step) -> object:
+    """Make ``step`` on ``runner``; its result."""
     if type(step) is Call:
         return await runner.call(step.name, step.keys, step.args, busy_timeout=step.busy_timeout)
     if type(step) is Command:
@@ -53,4 +54,4 @@ async def _perform(runner: AsyncRunner, step: Step) -> object:
 async def drive(runner: AsyncRunner, operation: Operation[T]) -> T:
     """Run ``operation`` on ``runner`` (:func:`~fastlock.operations.run_plan_async`: results
     sent in, ``Exception`` thrown in, anything else closes it: cancellation too)."""
-    return await run_plan_async(operation, functools.partial(_perform, runner))
+    return await run_plan_async(operation, functools.partial(perform, runner))

@@ -122,12 +122,15 @@ class Listener(Channels, asyncio.Protocol):
         if not task.cancelled() and task.exception() is not None:
             logger.warning("a leaving lock waiter's release failed: %r", task.exception())
 
+    def joins(self, channel: bytes) -> bool:
+        """Whether ``channel`` has waiters of this client, its subscription confirmed: a new waiter
+        joins them before its first attempt (which queues it)."""
+        return self._transport is not None and channel not in self._confirming and self._table.has(channel)
+
     def join(self, channel: bytes, job: str = "") -> AsyncSignal | None:
         """A new waiter on ``channel`` if its subscription is confirmed already (no I/O), else
         ``None`` (enter with :meth:`listen`)."""
-        if self._transport is None or channel in self._confirming or not self._table.has(channel):
-            return None
-        return self._table.entered(channel, AsyncSignal(job))
+        return self._table.entered(channel, AsyncSignal(job)) if self.joins(channel) else None
 
     async def listen(self, channel: bytes, job: str = "") -> AsyncSignal:
         """A new waiter on ``channel``, once the server has confirmed the subscription (a

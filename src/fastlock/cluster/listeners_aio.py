@@ -74,10 +74,19 @@ class AsyncRoutedListener:
             listener = self._nodes.setdefault(address, made)  # a racing thread's twin is dropped unused
         return listener
 
+    def joins(self, channel: bytes) -> bool:
+        """Whether ``channel`` has waiters of this client on its node's listener (:meth:`Listener.joins`)."""
+        listener = self._known(channel)
+        return listener is not None and listener.joins(channel)
+
+    def _known(self, channel: bytes) -> Listener | None:
+        """The listener of the node serving ``channel``, if one is made."""
+        address = self._home(channel)
+        return None if address is None else self._nodes.get(address)
+
     def join(self, channel: bytes, job: str = "") -> AsyncSignal | None:
         """A new waiter on ``channel`` if its node's listener has it confirmed (no I/O), else ``None``."""
-        address = self._home(channel)
-        listener = None if address is None else self._nodes.get(address)
+        listener = self._known(channel)
         if listener is None:
             return None
         signal = listener.join(channel, job)

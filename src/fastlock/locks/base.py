@@ -18,7 +18,6 @@ sync lifecycle over its instruction budget (``bench/budgets.toml``).
 from __future__ import annotations
 
 import itertools
-import logging
 import time
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
@@ -29,23 +28,18 @@ from .._impl import Core
 from ..exceptions import ArgumentError, LockError
 from ..operations import Call, Command, Operation
 from ..protocol.arguments import MAX_DURATION, duration_ms, unknown_options
+from .acquiring import Acquiring
 from .conflict import ConflictBase, Strategy, StrategySpec, resolve_strategy
 from .keys import RUNTIME, Scope
 from .namespace import Namespace
 from .options import LOCK_OPTIONS
 from .renewal import check_renew
-from .replies import holders_reply
+from .replies import holders_reply, token
 from .types import (
     _BY_NAME,
-    DEQUEUED,
-    FENCING,
-    LISTENS,
     MAX_LIMIT,
-    QUEUED,
     SPECS,
     TTL_REQUIRED,
-    WAITED,
-    WAITING,
     Holder,
     LockInfo,
     LockSpec,
@@ -54,34 +48,20 @@ from .types import (
     check_limit,
     missing_ttl,
 )
-from .waiting import WaitPlan, attempt, wait_for
 
 if TYPE_CHECKING:
     from ..operations import AsyncRunner, Runner
 
-__all__ = ["LockBase", "NewLock", "lock_builder", "lost_before_release", "token"]
+__all__ = ["LockBase", "NewLock", "lock_builder"]
 
 R = TypeVar("R", bound="Runner | AsyncRunner")
 L = TypeVar("L", bound="LockBase[Any]")
-logger = logging.getLogger("fastlock.lock")
 
 _serials = itertools.count()  # numbers lock objects; with the thread's (or task's) tag, the default job id
 _NO_STRATEGIES: Mapping[str, Strategy | None] = MappingProxyType({})  # no strategy on either side
 
 
-def lost_before_release(job_id: str, digest: str, lock_type: LockType) -> None:
-    """Log (and report) a job that returned without holding its until_executed lock any more."""
-    logger.warning("job %s finished without holding lock %s (expired or deleted)", job_id, digest)
-    if (observer := metrics.observer) is not None:
-        observer.lock_lost(lock_type.value)
-
-
-def token(reply: Any) -> int | None:
-    """An acquire's result as the public API gives it: the fencing token, or ``None``."""
-    return reply if type(reply) is int else None
-
-
-class LockBase(Generic[R]):
+class LockBase(Acquiring, Generic[R]):
     """A lock on one digest; build it with ``client.lock(...)`` or ``manager.lock(...)``.
 
     ``ttl`` is required: seconds, or an explicit ``None`` for a lock that never expires
@@ -125,6 +105,7 @@ class LockBase(Generic[R]):
     _serial: str | None
     _spec: LockSpec  # what the type is (read instead of comparing types)
     _strategies: Mapping[str, Strategy | None]
+    manager: Namespace[R]  # (Acquiring is not generic: a generic base is over the lock path budget)
 
     def __init__(
         self,
@@ -226,10 +207,6 @@ class LockBase(Generic[R]):
             raise LockError("a blocking acquire needs a timeout > 0 seconds")
         return wait
 
-    def _handed(self, observer: metrics.Observer) -> Callable[[], None]:
-        """What tells ``observer`` that a release handed this lock over to the waiter."""
-        return lambda: observer.lock_handed_over(self._spec.label)
-
     def _report(self, reply: Any, started: float | None) -> None:
         """Tell the installed observer how an acquire ended: ``reply`` a token or a conflict;
         ``started`` (``time.monotonic``) when it waited, ``None`` when it did not."""
@@ -243,58 +220,6 @@ class LockBase(Generic[R]):
             observer.lock_conflict(kind)
         else:
             observer.lock_timed_out(kind, waited)
-
-    def _acquire_call(self, scope: Scope, job_id: str, flags: int, handoff: bool) -> tuple[str, Any, Any]:
-        """The acquire script call for ``job_id`` in ``scope``: (name, keys, args). With
-        ``handoff``, ``lock_handoff`` releases the job's queue-time slot in the same script.
-        ``max_history`` is the last argument, left out when 0 (the scripts' default)."""
-        history = self.manager.max_history
-        if handoff:
-            queue = self._queue
-            keys = (*queue.keys, *scope.keys[3:])
-            args = (job_id, queue.name, scope.name, self._ttl_ms, flags, *((history,) if history else ()))
-            return "lock_handoff", keys, args
-        if history:
-            return "lock_acquire", scope.keys, (job_id, scope.name, self._ttl_ms, flags, history)
-        return "lock_acquire", scope.keys, (job_id, scope.name, self._ttl_ms, flags)
-
-    def _attempt(self, scope: Scope, job_id: str, handoff: bool = False) -> Operation[Any]:
-        """One acquire (re-sent once if its reply was lost): the token or the conflict reply."""
-        return attempt(Call(*self._acquire_call(scope, job_id, self._flags, handoff)))
-
-    def _waiting(
-        self, scope: Scope, job_id: str, wait: float, handoff: bool = False, listener: Any = None
-    ) -> Operation[Any]:
-        """An acquire waiting up to ``wait`` s for releases (woken by ``listener``, if given):
-        the token or the last conflict reply; ``LISTENS`` tells the scripts which waiter it is."""
-        flags = self._flags | WAITING | (0 if listener is None else LISTENS)
-        first = Call(*self._acquire_call(scope, job_id, flags, handoff))
-        flags |= WAITED
-        if listener is None:
-            again = Call(*self._acquire_call(scope, job_id, flags, False))
-            return wait_for(WaitPlan(first, again, scope.wake), wait)
-        # a listening waiter queues for a hand-over (shared/_lock_wake.lua) under an id of this wait
-        # (a late message reaches no later wait); the listener's mark ("s": shard channel) says how
-        waiter = f"{listener.wait_mark}{_ids.next_id()}:{job_id}"
-        patience = self.manager.patience
-        member = (
-            f"{listener.db}:{self._ttl_ms}:{1 if flags & FENCING else 0}:{round(patience * 1000)}:{waiter}"
-        )
-        history = self.manager.max_history
-        queued = (job_id, scope.name, self._ttl_ms, flags | QUEUED, history, member)
-        last = (job_id, scope.name, self._ttl_ms, flags | DEQUEUED, history, member)
-        release = self.manager.release_args(scope, job_id)
-        plan = WaitPlan(
-            first,
-            Call("lock_acquire", scope.keys, queued),
-            scope.wake,
-            last=Call("lock_acquire", scope.keys, last),
-            job=waiter,
-            leave=Call("lock_release", scope.keys, (*release, *(() if history else (0,)), member)),
-            handed=None if (observer := metrics.observer) is None else self._handed(observer),
-            patience=patience,
-        )
-        return wait_for(plan, wait, listener)
 
     def _acquiring(self, job_id: str, wait: float) -> Operation[int | None]:
         """An acquire of the bound main scope as one operation: the token or ``None``."""

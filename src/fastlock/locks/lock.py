@@ -14,13 +14,13 @@ from typing import Any, TypeVar
 
 from .. import metrics
 from ..exceptions import ConnectionError, LockConflictError, LockNotOwnedError
-from ..locks.base import LockBase, lost_before_release
+from ..locks.base import LockBase
 from ..locks.conflict import Conflict
 from ..locks.keys import Scope
-from ..locks.replies import acquire_reply, token_reply
-from ..locks.types import Holder, LockInfo, check_job_id
+from ..locks.replies import acquire_reply, lost_before_release, token_reply
+from ..locks.types import QUEUED, Holder, LockInfo, check_job_id
 from ..locks.waiting import resend
-from ..operations import Call, Runner
+from ..operations import Call, Operation, Runner
 
 __all__ = ["Lock"]
 
@@ -161,17 +161,19 @@ class Lock(LockBase[Runner]):
 
     def _take(self, scope: Scope, job_id: str, wait: float, handoff: bool = False) -> Any:
         """The fencing token, or the last conflict reply ``[ms to expiry, holders...]``: one
-        direct call, re-sent once if its reply was lost; with ``wait`` > 0 the wait operation,
-        woken through the client's listener (if it has one), entered only after a first
-        conflict."""
+        direct call, re-sent once if its reply was lost; with ``wait`` > 0 and a conflict, the
+        wait operation, woken through the client's listener (if it has one). A waiter whose
+        listener has waiters on its channel already joins them first (:meth:`_joined`)."""
+        flags, listener, started = self._flags, None, 0.0
         if wait > 0:
             started = time.monotonic()
-            runner = self.manager.runner
-            listener = getattr(runner, "listener", None)
-            reply = runner.run(self._waiting(scope, job_id, wait, handoff, listener))
-            self._report(reply, started)
-            return reply
-        name, keys, args = self._acquire_call(scope, job_id, self._flags, handoff)
+            listener = getattr(self.manager.runner, "listener", None)
+            if listener is not None and not handoff:  # (a job's start frees its queue-time lock first)
+                channel = listener.channel(scope.wake)
+                if listener.joins(channel):
+                    return self._joined(scope, job_id, wait, listener, channel, started)
+            flags = self._wait_flags(listener)
+        name, keys, args = self._acquire_call(scope, job_id, flags, handoff)
         try:
             reply = self._call(name, keys, args)
         except ConnectionError as lost:
@@ -181,7 +183,45 @@ class Lock(LockBase[Runner]):
                 metrics.observer.lock_acquired(self._spec.label, 0.0)
             return reply
         reply = acquire_reply(name, reply)
+        if wait > 0:
+            return self._waited(self._waiting(scope, job_id, wait, handoff, listener, reply), started)
         self._report(reply, None)
+        return reply
+
+    def _joined(
+        self, scope: Scope, job_id: str, wait: float, listener: Any, channel: bytes, started: float
+    ) -> Any:
+        """A wait on a ``channel`` where this client has waiters: the waiter is entered on the
+        ``listener`` first (no I/O) and its first attempt queues it (the release's message cannot
+        come before it is entered); the wait operation is built only after a conflict. A failed
+        or cancelled attempt leaves as the wait does (its release runs: it may have been queued)."""
+        waiter, member, first = self._joining(scope, job_id, listener)
+        signal = listener.join(channel, waiter)
+        if signal is None:  # the channel went meanwhile (a sync reader's): enter as a new waiter
+            return self._waited(self._waiting(scope, job_id, wait, False, listener), started)
+        try:
+            try:
+                reply = self._call(first.name, first.keys, first.args)
+            except ConnectionError as lost:  # re-sent without FRESH: the first may have queued it
+                again = self._queued_call(scope, job_id, listener, QUEUED, member)
+                reply = self.manager.runner.run(resend(lost, again))
+            if type(reply) is not int or reply <= 0:
+                reply = acquire_reply(first.name, reply)
+        except BaseException:
+            listener.leave(channel, signal)
+            listener.abandon(self._leave_call(scope, job_id, member))
+            raise
+        if type(reply) is int:
+            listener.leave(channel, signal)
+            self._report(reply, started)
+            return reply
+        joined = (waiter, member, signal)
+        return self._waited(self._waiting(scope, job_id, wait, False, listener, reply, joined), started)
+
+    def _waited(self, waiting: Operation[Any], started: float) -> Any:
+        """Run the wait operation ``waiting`` (begun at ``started``), its end reported."""
+        reply = self.manager.runner.run(waiting)
+        self._report(reply, started)
         return reply
 
     def _release(self, scope: Scope, job_id: str) -> int | None:

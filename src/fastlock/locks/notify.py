@@ -19,7 +19,9 @@ message read after its wait is over (each wait has an id of its own). A read-wri
 release publishes :data:`WAKE_ALL` instead: every waiter of the channel tries again.
 
 What the wait operation (:func:`fastlock.locks.waiting.wait_for`) needs of a transport's
-listener: ``db``; ``channel(wake_key) -> bytes``; ``join(channel, job)`` (no I/O, ``None``
+listener: ``db``; ``channel(wake_key) -> bytes``; ``joins(channel)`` (whether the channel has
+waiters of this client, confirmed: a new one joins them before its first attempt, which then
+queues it; the lock's shells ask it first); ``join(channel, job)`` (no I/O, ``None``
 unless the channel is confirmed already) and ``listen(channel, job)`` (subscribed and
 confirmed), both returning a signal whose ``wait(timeout)`` returns the handed token or
 ``None``; ``leave(channel, signal)``; ``abandon(call)`` (run a leaving waiter's release);
@@ -27,9 +29,9 @@ confirmed), both returning a signal whose ``wait(timeout)`` returns the handed t
 
 Rules: a waiter is entered (and its channel subscribed, confirmed by the server) after a
 first failed acquire attempt and tries once more before it sleeps, so no release after the
-first attempt is missed (on a channel already confirmed it joins without I/O, before its
-first attempt); each sleep lasts at most :data:`MAX_NAP`, a re-check that covers lost
-messages and reconnects (after a loss every waiter is woken). A routed listener (a node's, for a
+first attempt is missed (on a confirmed channel with waiters of this client it joins without
+I/O, before its first attempt); each sleep lasts at most :data:`MAX_NAP`, a re-check that
+covers lost messages and reconnects (after a loss every waiter is woken). A routed listener (a node's, for a
 Cluster or Sentinel client) forgets its waiters when its connection is lost or the server drops a
 channel (``sunsubscribe``: the slot moved): they are marked ``lost``, woken, and enter again
 where their channel is served now; a signal lost before its wait sleeps the whole nap.

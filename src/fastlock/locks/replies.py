@@ -1,14 +1,18 @@
 """Parsers of the lock scripts' and lock commands' replies: each checks the reply's shape and
-raises :class:`~fastlock.ProtocolError` (via :func:`unexpected_reply`) for any other."""
+raises :class:`~fastlock.ProtocolError` (via :func:`unexpected_reply`) for any other; and what
+an acquire's and a lost release's reply mean to the caller (:func:`token`,
+:func:`lost_before_release`)."""
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 
+from .. import metrics
 from ..exceptions import ProtocolError
 from .keys import ChangelogEntry, LockEntry
-from .types import Holder
+from .types import Holder, LockType
 
 __all__ = [
     "acquire_reply",
@@ -16,12 +20,15 @@ __all__ = [
     "count_reply",
     "entries_reply",
     "holders_reply",
+    "lost_before_release",
     "parse_slot",
     "reap_reply",
+    "token",
     "token_reply",
     "unexpected_reply",
 ]
 
+logger = logging.getLogger("fastlock.lock")
 _SLOT = re.compile(rb"(\d+):[0-3]:(.+)", re.DOTALL)
 
 
@@ -110,3 +117,15 @@ def changelog_reply(records: list[Any], digest: str) -> list[ChangelogEntry]:
             job, token = record[b"job"].decode(), int(record[b"token"])
             entries.append(ChangelogEntry(time_ms, record[b"event"].decode(), scope, job, token))
     return entries
+
+
+def token(reply: Any) -> int | None:
+    """An acquire's result as the public API gives it: the fencing token, or ``None``."""
+    return reply if type(reply) is int else None
+
+
+def lost_before_release(job_id: str, digest: str, lock_type: LockType) -> None:
+    """Log (and report) a job that returned without holding its until_executed lock any more."""
+    logger.warning("job %s finished without holding lock %s (expired or deleted)", job_id, digest)
+    if (observer := metrics.observer) is not None:
+        observer.lock_lost(lock_type.value)

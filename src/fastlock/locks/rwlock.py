@@ -10,9 +10,8 @@ from __future__ import annotations
 from typing import Unpack
 
 from ..exceptions import ConnectionError, LockConflictError, LockNotOwnedError, ResponseError
-from ..locks.base import token
 from ..locks.readwrite import SIDES, RWLockBase, RWLockOptions, Side, holders_reply, upgrade_refused
-from ..locks.replies import acquire_reply, token_reply
+from ..locks.replies import acquire_reply, token, token_reply
 from ..locks.types import Holder
 from ..locks.waiting import resend
 from ..operations import Call, Runner

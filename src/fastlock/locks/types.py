@@ -21,6 +21,7 @@ __all__ = [
     "check_limit",
     "DEQUEUED",
     "FAIR",
+    "FRESH",
     "LISTENS",
     "QUEUED",
     "WAITED",
@@ -88,6 +89,7 @@ QUEUED = _FLAGS["QUEUED"]  # on conflict, enter the listening waiter in the scop
 DEQUEUED = _FLAGS["DEQUEUED"]  # on conflict, leave that queue (the waiter's last attempt)
 FAIR = _FLAGS["FAIR"]  # a free slot goes to a live queued waiter ahead of the caller first
 LISTENS = _FLAGS["LISTENS"]  # the acquirer waits on a listener: it flags holders QUEUED_BY, not BLOCKED
+FRESH = _FLAGS["FRESH"]  # with QUEUED: a new member (not queued yet): taking a slot dequeues nothing
 
 
 class LockType(str, enum.Enum):  # noqa: UP042 - StrEnum needs Python 3.11

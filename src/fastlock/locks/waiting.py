@@ -14,8 +14,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..exceptions import ConnectionError
 from ..operations import Blocking, Call, Listen, Notice, Operation
@@ -46,8 +45,7 @@ def attempt(step: Call) -> Operation[Any]:
     return acquire_reply(step.name, reply)
 
 
-@dataclass(frozen=True, slots=True)
-class WaitPlan:
+class WaitPlan(NamedTuple):
     """What one waiting acquire sends: ``first`` (its flags ask holders to wake us), ``again``
     after a conflict, ``last`` at the deadline (a listening waiter's leaves the queue; ``None``:
     no last attempt). With a listener: the waiter ``job`` (the id of this wait), the call
@@ -69,10 +67,17 @@ class WaitPlan:
 
 
 def wait_for(
-    plan: WaitPlan, wait: float, listener: Any = None, clock: Callable[[], float] = time.monotonic
+    plan: WaitPlan,
+    wait: float,
+    listener: Any = None,
+    clock: Callable[[], float] = time.monotonic,
+    conflict: list[Any] | None = None,
+    signal: Any = None,
 ) -> Operation[Any]:
     """Acquire with ``plan.first``; on conflict wait for a release and try ``plan.again``,
-    until taken or ``wait`` seconds (by ``clock``) have passed.
+    until taken or ``wait`` seconds (by ``clock``) have passed. Given the ``conflict`` reply
+    of an attempt sent already, the wait goes on from that conflict: ``plan.first``'s, or,
+    with the ``signal`` the waiter was entered with on the listener, ``plan.again``'s.
 
     With a ``listener`` (:mod:`fastlock.locks.notify`) the wait is in-process: after the
     first conflict the waiter is entered on the listener, and once the server has confirmed
@@ -92,13 +97,17 @@ def wait_for(
     # a channel this client listens on already: the waiter enters first, without I/O, and
     # its first attempt queues it (the release's message cannot come before it is entered)
     channel: bytes = b"" if listener is None else listener.channel(plan.wake)
-    signal = None if listener is None else listener.join(channel, job)
+    if signal is None and listener is not None and conflict is None:
+        signal = listener.join(channel, job)
     done = False
     try:
-        reply = yield from attempt(plan.first if signal is None else again)
-        if type(reply) is int:
-            done = True
-            return reply
+        if conflict is None:
+            reply = yield from attempt(plan.first if signal is None else again)
+            if type(reply) is int:
+                done = True
+                return reply
+        else:
+            reply = conflict
         deadline = clock() + wait
         if listener is None:
             done = True

@@ -24,6 +24,14 @@ Directives are Lua comments on their own line, so a template stays valid Lua:
 
     A script that declares nothing gets nothing appended and no generated line.
 
+``-- #const``
+    The lines after it declare constants, each ``local NAME, NAME = 1, 2.5`` (upper-case
+    names bound to number literals; the block ends at the first other line). In the lines
+    rendered after a declaration the renderer writes each name, where it is read, as its
+    number (:mod:`~fastlock.scripts.constants`: a local that a function reads costs the
+    server an upvalue on every call). A constant's name is only read: one assigned
+    (``NAME = ...``), declared again or taken as a parameter is a ``TemplateError``.
+
 Every rendered line maps back to the file and line it came from (:meth:`Rendered.origin`);
 the generated line maps to the first ``#meta`` directive.
 
@@ -37,11 +45,14 @@ file's last line without an ending gets ``\n`` when something follows it).
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..exceptions import TemplateError
+from .constants import ConstantError, declared, fold
 
 __all__ = ["META_FIELDS", "Rendered", "Resolver", "SourceFile", "lua_lines", "render"]
 
@@ -57,6 +68,7 @@ _META_READERS = {
 _INCLUDE = re.compile(r"^\s*--\s*#include\b(?P<rest>.*)$", re.ASCII | re.DOTALL)
 _INCLUDE_NAME = re.compile(r'\s+"(?P<name>[^"]+)"\s*$', re.ASCII)
 _META = re.compile(r"^\s*--\s*#meta\b(?P<fields>.*)$", re.ASCII | re.DOTALL)
+_CONST = re.compile(r"^\s*--\s*#const\s*$", re.ASCII)
 _WORD = re.compile(r"\S+", re.ASCII)
 _LUA_BREAK = re.compile(r"\r\n|\n\r|\r|\n")
 
@@ -155,13 +167,26 @@ def render(main: SourceFile, resolve: Resolver) -> Rendered:
     meta_at: list[tuple[SourceFile, int]] = []
     pasted: set[str] = set()
     stack: list[tuple[SourceFile, int]] = []  # (file, line of the include being expanded)
+    constants: list[tuple[int, dict[str, str]]] = []  # (index in lines, its constants)
 
     def paste(file: SourceFile) -> None:
+        declaring = False
         for number, text in enumerate(file.lines, 1):
             lines.append(text)
             endings.append(file.ending(number - 1))
             origins.append((file, number))
-            if match := _INCLUDE.match(text):
+            if declaring and (found := declared(text)) is not None:
+                constants.append((len(lines) - 1, found))
+                continue
+            declaring = False
+            if _CONST.match(text):
+                if number == len(file.lines) or declared(file.lines[number]) is None:
+                    raise TemplateError(
+                        f"{file.name}:{number}: -- #const must be followed by lines like "
+                        "local NAME, NAME = 1, 2"
+                    )
+                declaring = True
+            elif match := _INCLUDE.match(text):
                 name = _INCLUDE_NAME.match(match["rest"])
                 if name is None:
                     raise TemplateError(
@@ -201,10 +226,19 @@ def render(main: SourceFile, resolve: Resolver) -> Rendered:
         lines.insert(at, _meta_prelude(fields))
         endings.insert(at, "\n")
         origins.insert(at, meta_at[0])
+        constants = [(index + (index >= at), found) for index, found in constants]
     # Where lines of different places meet: no-ops between two lines of one file.
     for i in range(len(lines) - 1):
         endings[i] = _joined(endings[i], lines[i + 1] + endings[i + 1])
     source = "".join(text + ending for text, ending in zip(lines, endings, strict=True))
+    if constants:
+        sizes = (len(text) + len(ending) for text, ending in zip(lines, endings, strict=True))
+        starts = [0, *itertools.accumulate(sizes)]
+        try:  # each declaration holds from the end of its line
+            source = fold(source, [(starts[index + 1], found) for index, found in constants])
+        except ConstantError as exc:
+            file, number = origins[bisect.bisect_right(starts, exc.offset) - 1]
+            raise TemplateError(f"{file.name}:{number}: {exc}") from None
     return Rendered(source, fields, tuple(origins))
 
 

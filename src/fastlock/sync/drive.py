@@ -23,12 +23,13 @@ from ..operations import (
     run_plan,
 )
 
-__all__ = ["drive"]
+__all__ = ["drive", "perform"]
 
 T = TypeVar("T")
 
 
-def _perform(runner: Runner, step: Step) -> object:
+def perform(runner: Runner, step: Step) -> object:
+    """Make ``step`` on ``runner``; its result."""
     if type(step) is Call:
         return runner.call(step.name, step.keys, step.args, busy_timeout=step.busy_timeout)
     if type(step) is Command:
@@ -50,4 +51,4 @@ def _perform(runner: Runner, step: Step) -> object:
 def drive(runner: Runner, operation: Operation[T]) -> T:
     """Run ``operation`` on ``runner`` (:func:`~fastlock.operations.run_plan`: results
     sent in, ``Exception`` thrown in, anything else closes it: cancellation too)."""
-    return run_plan(operation, functools.partial(_perform, runner))
+    return run_plan(operation, functools.partial(perform, runner))

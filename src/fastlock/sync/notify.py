@@ -93,6 +93,13 @@ class Listener(Channels):
         self._rewake = False  # wake every waiter once the reconnect's subscriptions are confirmed
         self._retry_at = 0.0
 
+    def joins(self, channel: bytes) -> bool:
+        """Whether ``channel`` has waiters of this client, its subscription confirmed: a new
+        waiter joins them before its first attempt (which queues it). A channel lingering
+        without waiters does not count: an acquire that finds the lock free needs no queue.
+        Read without the mutex: a waiter told wrong by a racing thread waits the other way."""
+        return channel in self._confirmed and self._table.has(channel)
+
     def join(self, channel: bytes, job: str = "") -> ThreadSignal | None:
         """A new waiter on ``channel`` if its subscription is confirmed already (no I/O, the
         reader is not woken), else ``None`` (enter with :meth:`listen`)."""

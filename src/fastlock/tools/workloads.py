@@ -18,7 +18,17 @@ from .costs import lifecycle
 if TYPE_CHECKING:
     from ..sync.client import Client
 
-__all__ = ["ALL", "CONTENTION", "CORE", "LOCKS", "QUEUES", "ContentionError", "Crowd", "Flow"]
+__all__ = [
+    "ALL",
+    "CONTENTION",
+    "CORE",
+    "LOCKS",
+    "QUEUES",
+    "ContentionError",
+    "Crowd",
+    "Flow",
+    "lock_acquire_release",
+]
 
 PAYLOAD = b"x" * 64
 
@@ -44,8 +54,10 @@ def _redis_py_evalsha(client: Client) -> Callable[[], object]:
     return lambda: script(keys=EVALSHA_KEYS, args=args)
 
 
-def _lock_acquire_release(client: Client) -> Callable[[], object]:
-    holder = client.lock(f"bench:{uuid.uuid4().hex}", ttl=30)
+def lock_acquire_release(client: Client, timeout: float = 0.0) -> Callable[[], object]:
+    """Acquire + release of a free lock (until_executed, ttl, tracking and fencing on), released
+    by another object; ``timeout``: the acquiring object's (a wait that finds the lock free)."""
+    holder = client.lock(f"bench:{uuid.uuid4().hex}", ttl=30, timeout=timeout)
     releaser = client.lock(holder.name, ttl=30)  # the realistic path: another object releases
     job = holder.job_id
 
@@ -106,7 +118,7 @@ CORE = (
 
 LOCKS = (
     Workload(
-        "lock acquire + release", _lock_acquire_release, ops=3_000, versus="redis-py: Lock acquire + release"
+        "lock acquire + release", lock_acquire_release, ops=3_000, versus="redis-py: Lock acquire + release"
     ),
     Workload("redis-py: Lock acquire + release", _redis_py_lock, ops=3_000, counted=False),
     *(Workload(f"lock lifecycle: {kind.value}", _lifecycle(kind), ops=1_000) for kind in LockType),
