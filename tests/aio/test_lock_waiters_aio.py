@@ -65,7 +65,9 @@ def test_a_thousand_waiters_cost_one_connection_and_all_get_the_lock(
                 assert peak <= client.pool.max_connections + 1, peak
                 released = time.monotonic()
                 assert await holder.release("holder") is not None
-                assert time.monotonic() - released < 0.5  # the release is not queued behind waiters
+                # not queued behind the waiters for a connection (that waits for the pool's
+                # timeout, then raises); the bound is far above a loaded machine's release
+                assert time.monotonic() - released < 2.5  # half the pool's default timeout
                 await asyncio.gather(*tasks)
                 assert len(set(tokens)) == WAITERS  # each its own fencing token
 

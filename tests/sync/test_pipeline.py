@@ -30,6 +30,19 @@ def test_calls_and_commands_go_in_one_write_in_order(client: fastlock.Client) ->
     assert client.execute("GET", "a") == b"3"
 
 
+def test_round_trips_count_a_connection_in_use(client: fastlock.Client) -> None:
+    """A write counts from when it is sent, not when its connection comes back to the pool
+    (a renewing thread's round in flight must not make the count go back)."""
+    client.execute("PING")
+    sent = client.pool.round_trips
+    conn = client.pool.get()
+    assert client.pool.round_trips == sent  # lent: still counted
+    assert conn.execute(("PING",)) == b"PONG"
+    assert client.pool.round_trips == sent + 1
+    client.pool.put(conn)
+    assert client.pool.round_trips == sent + 1
+
+
 def test_meta_values_are_appended_as_client_call_appends_them(client: fastlock.Client) -> None:
     script = client.register_script(
         "-- #meta max_history script_name\nreturn {ARGV[1], META.max_history, META.script_name}"

@@ -129,9 +129,11 @@ class ConnectionPool:
 
     @property
     def round_trips(self) -> int:
-        """Writes sent by this pool's connections: idle ones and closed ones (in-use ones
-        are counted when they come back)."""
-        return self._retired_round_trips + sum(int(conn.round_trips) for conn in list(self._idle))
+        """Writes sent by this pool's connections: open ones (idle or in use) and closed ones."""
+        with self._lock:
+            return self._retired_round_trips + sum(
+                int(conn.round_trips) for ref in self._taken if (conn := ref()) is not None
+            )
 
     @property
     def idle_connections(self) -> deque[CoreConnection]:
@@ -234,8 +236,8 @@ class ConnectionPool:
 
     def _release(self, owner: CoreConnection | _Opening) -> None:
         """Free the slot of a closed connection (or of a failed opening)."""
-        self._retired_round_trips += owner.round_trips
         with self._lock:
+            self._retired_round_trips += owner.round_trips
             self._taken.discard(weakref.ref(owner))
         if self.waiters:
             self.wakeups.put(None)
