@@ -209,8 +209,8 @@ def test_waiters_follow_their_slot_to_another_node(cluster_url: str, cluster: Te
                     await asyncio.to_thread(_listening, new, channel)
                     assert time.monotonic() - moved < MAX_NAP + 1
                     assert old.execute("PUBSUB", "SHARDNUMSUB", channel)[1] == 0
-                    # every waiter entered there (one whose signal was lost in a re-check naps
-                    # first): a hand-over's message then finds its waiter
+                    # every waiter entered there (one lost in a re-check enters at its end):
+                    # a hand-over's message then finds its waiter
                     deadline = time.monotonic() + 10
                     while _entered(client, target.port) < len(waiters):
                         assert time.monotonic() < deadline, "the waiters never entered on the new node"

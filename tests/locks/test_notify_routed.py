@@ -125,6 +125,42 @@ def test_a_lost_waiter_follows_the_topology_then_enters_again_before_its_next_at
     assert stop.value.value == 5 and listener.left == [signal, fresh]
 
 
+def test_a_loss_in_a_re_check_enters_again_at_once_and_a_second_in_a_row_naps() -> None:
+    """A subscription lost while the waiter re-checks (not asleep: nothing woke it) is found
+    before its next wait: it enters again without one; lost again before it has slept, it
+    naps first (:func:`test_a_signal_lost_before_its_wait_sleeps_its_nap`), so a topology in
+    flux is not polled; once it has slept entered, a later loss is hurried again."""
+    listener = Listener()
+    operation = wait_for(WaitPlan(FIRST, AGAIN, "w", job="s1:job"), 10.0, listener)
+    next(operation)
+    operation.send([-1, b"other"])
+    signal = Flag("s1:job")
+    assert operation.send(signal) is AGAIN
+    signal.lost = True  # the slot moved during that re-check
+    assert operation.send([-1, b"other"]) is AGAIN  # no Notice: it follows the move at once
+    assert operation.send([-1, b"other"]) == Listen(listener, b"w@0", "s1:job")
+    again = Flag("s1:job")
+    assert operation.send(again) is AGAIN
+    again.lost = True  # lost again before it slept
+    assert operation.send([-1, b"other"]) == Notice(again, 1.0)
+    assert operation.send(None) is AGAIN
+    assert operation.send([-1, b"other"]) == Listen(listener, b"w@0", "s1:job")
+    settled = Flag("s1:job")
+    assert operation.send(settled) is AGAIN
+    assert operation.send([-1, b"other"]) == Notice(settled, 1.0)  # entered: it sleeps
+    assert operation.send(None) is AGAIN
+    settled.lost = True  # a loss after a sleep entered: hurried again
+    assert operation.send([-1, b"other"]) is AGAIN
+    assert operation.send([-1, b"other"]) == Listen(listener, b"w@0", "s1:job")
+    handed = Flag("s1:job")
+    assert operation.send(handed) is AGAIN
+    handed.lost, handed.token = True, 9  # handed the lock, then lost: the token is taken
+    assert operation.send([-1, b"other"]) == Notice(handed, 1.0)
+    with pytest.raises(StopIteration) as stop:
+        operation.send(9)
+    assert stop.value.value == 9
+
+
 def test_a_signal_lost_before_its_wait_sleeps_its_nap() -> None:
     """No wake-up will come to a signal whose subscription is already gone (the node is
     unreachable, the map stale): its wait lasts the whole nap, so a waiter never spins."""

@@ -88,7 +88,9 @@ def wait_for(
     seconds, a release frees the lock and wakes it to try again instead, and it re-checks once
     when its patience ends). A waiter whose subscription was lost (a routed listener's: a
     failover, a slot moved) tries ``again`` (its client follows the topology), enters again
-    where its channel is served now, and tries ``again``. At its deadline it tries
+    where its channel is served now, and tries ``again``: woken by the loss, or at once when
+    the loss is found before a wait (it came during a re-check); a second loss in a row
+    found so naps first (a topology in flux is not polled). At its deadline it tries
     ``plan.last``; if it is cancelled (or fails) while queued, the listener runs
     ``plan.leave``; a connection lost by a re-check is retried at the next one. Without a
     listener it blocks (:class:`WaitPlan`) and tries ``last`` (if given) at its deadline.
@@ -116,6 +118,7 @@ def wait_for(
             signal = yield Listen(listener, channel, job)
             reply = yield from _recheck(again)
         patient_until = clock() + patience  # queued: a release hands it the lock after this
+        hurried = False  # entered again at once after a loss, with no wait since
         while type(reply) is not int:
             nap = _nap(deadline - clock(), reply)
             if patience and (left := patient_until - clock()) > 0:  # one re-check at its end,
@@ -124,7 +127,11 @@ def wait_for(
                 if plan.last is not None:
                     reply = yield from attempt(plan.last)
                 break
-            given = yield Notice(signal, min(nap, MAX_NAP))
+            if signal.lost and signal.token is None and not hurried:  # lost in the re-check
+                hurried, given = True, None
+            else:
+                hurried = hurried and signal.lost
+                given = yield Notice(signal, min(nap, MAX_NAP))
             if type(given) is int:
                 reply = given
                 if plan.handed is not None:
