@@ -15,7 +15,8 @@ server built from source names every function; a packaged one may not).
 ``--prologue`` adds what every call of a script runs before its own statements (EVALSHA runs
 the whole body: the partials' functions are made anew, the template's locals set): each
 script of :data:`PROLOGUE` cut short there, beside a script doing nothing, both guarded as
-fastlock sends them and given the same 5 keys and 4 arguments.
+fastlock sends them, and a Redis Function doing nothing (``FCALL``: a library's functions are
+made once, at ``FUNCTION LOAD``), all given the same 5 keys and 4 arguments.
 """
 
 from __future__ import annotations
@@ -120,12 +121,23 @@ def _evalsha(source: str) -> Callable[[Client], Callable[[], object]]:
     return setup
 
 
+NOTHING = "#!lua name=fastlock_bench\nredis.register_function('nothing', function(keys, args) return 1 end)\n"
+"""The library of ``--prologue``'s ``FCALL`` row (Redis 7.0+, Valkey)."""
+
+
+def _fcall(client: Client) -> Callable[[], object]:
+    """A workload set-up loading :data:`NOTHING` and calling its function."""
+    client.execute("FUNCTION", "LOAD", "REPLACE", NOTHING)
+    return lambda: client.execute("FCALL", "nothing", len(PROLOGUE_KEYS), *PROLOGUE_KEYS, *PROLOGUE_ARGS)
+
+
 def prologues() -> list[Workload]:
     """The workloads of ``--prologue``."""
     registry = ScriptRegistry()
     sources = {"EVALSHA: a script doing nothing": "return 1"}
     sources.update((f"{name}: its prologue", cut_short(registry.get(name))) for name in PROLOGUE)
-    return [Workload(label, _evalsha(source)) for label, source in sources.items()]
+    evalsha = [Workload(label, _evalsha(source)) for label, source in sources.items()]
+    return [*evalsha, Workload("FCALL: a function doing nothing", _fcall)]
 
 
 def main() -> None:
