@@ -114,6 +114,16 @@ def test_instruction_ratio(run: Run, label: str) -> None:
     assert lines[0].endswith(" ok"), lines[0]
 
 
+def test_the_gate_measures_on_one_worker(request: pytest.FixtureRequest) -> None:
+    """Under xdist's ``--dist loadgroup`` (pyproject's addopts) this module's tests carry their
+    group in their node id, so one worker measures, once; a pytest whose node ids drop it
+    (9.2 with xdist 3.8: pytest-dev/pytest-xdist#1386) would have every worker run valgrind at once."""
+    if os.environ.get("PYTEST_XDIST_WORKER") and request.config.getvalue("loadgroup"):
+        assert request.node.nodeid.endswith("@instruction-gate"), (
+            f"xdist_group ignored ({request.node.nodeid}): pytest {pytest.__version__}, see pyproject's pin"
+        )
+
+
 def test_budget_verdicts() -> None:
     """Over budget beyond the tolerance fails, far under fails asking to lower, near passes."""
     settings = {"tolerance": 0.02, "stale_below": 0.10}
