@@ -174,10 +174,7 @@ def main() -> None:
         with CallgrindServer(binary, out) as server:
             # every script a workload calls loaded, as on the server it was recorded on (else
             # its replayed EVALSHA gets NOSCRIPT); counted before the counters are zeroed
-            with Client(server.unix_url, db=floor.REPLAY_DB, warm_up=True) as loader:
-                for workload in workloads:
-                    workload.setup(loader)()
-                loader.execute("FLUSHDB")
+            floor.preload(server.unix_url, [workload.setup for workload in workloads])
             print(f"server instructions per operation replayed from C ({binary})")
             columns = list(BREAKDOWN) if options.breakdown else []
             print(f"{'workload':50s} {'instructions':>12s}" + "".join(f" {c:>14s}" for c in columns))

@@ -22,7 +22,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..sync.client import Client
 
-__all__ = ["Recording", "build_replay", "record", "replay_c", "replay_python"]
+__all__ = ["Recording", "build_replay", "preload", "record", "replay_c", "replay_python"]
 
 REPLAY_DB = 9
 """The database recordings and replays flush and use (the measured workloads use database 0)."""
@@ -144,11 +144,7 @@ def record(
     from ..sync.client import Client
 
     connect, _ = _connector(url)
-    with Client(url, db=REPLAY_DB, max_connections=1, warm_up=True) as loader:
-        op = setup(loader)
-        for _ in range(warmup):
-            op()
-        loader.execute("FLUSHDB")
+    preload(url, [setup], warmup)
     with tempfile.TemporaryDirectory(prefix="fastlock-floor-") as tmp:
         relay = _Relay(tmp, connect)
         with Client(f"unix://{relay.path}", db=REPLAY_DB, max_connections=1) as client:
@@ -163,6 +159,20 @@ def record(
     if any(b"SCRIPT" in data for _, data in relay.writes[prefix:]):
         raise RuntimeError("a script was loaded during the recorded operations: warm up longer")
     return Recording(relay.writes, prefix, ops)
+
+
+def preload(url: str, setups: Iterable[Callable[[Client], Callable[[], object]]], warmup: int = 1) -> None:
+    """Load on the server at ``url`` every script the workloads of ``setups`` call: every
+    built-in one, then each set-up and ``warmup`` operations, unrecorded, in database
+    :data:`REPLAY_DB`, flushed after (a recording or a replay then starts from it empty)."""
+    from ..sync.client import Client
+
+    with Client(url, db=REPLAY_DB, max_connections=1, warm_up=True) as loader:
+        for setup in setups:
+            op = setup(loader)
+            for _ in range(warmup):
+                op()
+        loader.execute("FLUSHDB")
 
 
 def build_replay(directory: str) -> str | None:
