@@ -212,19 +212,23 @@ def test_a_writer_behind_a_stream_of_readers_gets_in_within_a_reader_ttl(client:
                     rw.read.release(job)
 
     def writer() -> tuple[int | None, float, int]:
-        time.sleep(0.15)  # the stream is on
-        started = time.monotonic()
-        token = rw.write.acquire("writer")
-        waited = time.monotonic() - started
-        readers_live = len(rw.read.holders())
-        stop.set()
+        try:
+            deadline = time.monotonic() + 10
+            while len(entered) < 6 or not rw.read.holders():  # the stream is on, a reader live
+                assert time.monotonic() < deadline, f"the readers did not stream: {len(entered)} entered"
+                time.sleep(0.01)
+            started = time.monotonic()
+            token = rw.write.acquire("writer")
+            waited = time.monotonic() - started
+            readers_live = len(rw.read.holders())
+        finally:
+            stop.set()
         rw.write.release("writer")
         return token, waited, readers_live
 
     *_, (token, waited, readers_live) = _in_threads(*(lambda n=n: reader(n) for n in range(3)), writer)
     assert token is not None and readers_live == 0
     assert waited < ttl + PROMPT
-    assert len(entered) > 6  # the readers did stream
 
 
 def test_keys_share_the_names_slot(client: Any) -> None:
