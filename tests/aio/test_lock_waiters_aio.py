@@ -284,19 +284,22 @@ def test_a_hand_over_message_read_late_reaches_no_later_wait(run: Run, redis_url
         run(main())
 
 
-def test_queued_waiters_get_the_lock_in_their_order(run: Run, redis_url: str, impl: str) -> None:
+@pytest.mark.parametrize("local", [False, True], ids=["server", "local"])
+def test_queued_waiters_get_the_lock_in_their_order(run: Run, redis_url: str, impl: str, local: bool) -> None:
     """Waiters queued one after another are handed the lock first come, first served, and
-    a caller arriving meanwhile queues behind them (the lock is never free in between)."""
+    a caller arriving meanwhile queues behind them (the lock is never free in between): on the
+    server (each waiter queued there: no local queue), and in the client's local queue."""
     with fastlock.Client(redis_url, max_connections=1) as probe:
 
         async def main() -> None:
             async with Client(redis_url, impl=impl) as client:
-                holder = client.lock("order", ttl=30)
+                locks = AsyncLockManager(client, local_queue=local)
+                holder = locks.lock("order", ttl=30)
                 assert await holder.acquire("holder") is not None
                 order: list[str] = []
 
                 async def waiter(name: str) -> None:
-                    lock = client.lock("order", ttl=30, timeout=10)
+                    lock = locks.lock("order", ttl=30, timeout=10)
                     assert await lock.acquire(name) is not None
                     order.append(name)
                     await asyncio.sleep(0.01)
@@ -305,7 +308,7 @@ def test_queued_waiters_get_the_lock_in_their_order(run: Run, redis_url: str, im
                 tasks = []
                 for n, name in enumerate("abcde"):
                     tasks.append(asyncio.create_task(waiter(name)))
-                    await _queued(probe, holder, n + 1)
+                    await _queued(probe, holder, 1 if local else n + 1)
                 assert await holder.release("holder") is not None
                 late = asyncio.create_task(waiter("late"))
                 await asyncio.gather(*tasks, late)
@@ -325,7 +328,8 @@ def test_a_release_racing_a_leaving_waiter_leaves_no_lock_held_by_nobody(
 
         async def main() -> None:
             async with Client(redis_url, impl=impl) as client:
-                locks = AsyncLockManager(client, patience=0)  # each release hands the lock over
+                # each release hands the lock over to a waiter queued on the server
+                locks = AsyncLockManager(client, patience=0, local_queue=False)
                 for trial in range(12):
                     name = f"race-{how}-{trial}"
                     holder = locks.lock(name, ttl=30)
@@ -443,7 +447,8 @@ def test_a_runtime_wait_is_handed_the_lock(run: Run, redis_url: str, impl: str, 
 
         async def main() -> None:
             async with Client(redis_url, impl=impl) as client:
-                lock = client.lock("runtime-wait", type=kind, ttl=30, timeout=10)
+                locks = AsyncLockManager(client, local_queue=False)  # every waiter queues on the server
+                lock = locks.lock("runtime-wait", type=kind, ttl=30, timeout=10)
                 order: list[str] = []
                 gate = asyncio.Event()
 

@@ -15,6 +15,7 @@ from harness.blocking import PATIENCE_RECHECK
 from harness.size import sized
 
 import fastlock
+from fastlock.aio import AsyncLockManager
 from fastlock.cluster import AsyncClusterClient, ClusterClient
 from fastlock.locks.notify import MAX_NAP
 from fastlock.protocol.slots import key_slot
@@ -197,8 +198,9 @@ def test_waiters_follow_their_slot_to_another_node(cluster_url: str, cluster: Te
             source = cluster.primary_of(slot)
             target = next(n for n in cluster.primaries() if n is not source)
             assert await holder.acquire("holder") is not None
+            locks = AsyncLockManager(client, local_queue=False)  # every waiter sleeps on the server
             waiters = [
-                asyncio.create_task(client.lock("moving", ttl=30, timeout=20).acquire(f"w{n}"))
+                asyncio.create_task(locks.lock("moving", ttl=30, timeout=20).acquire(f"w{n}"))
                 for n in range(5)
             ]
             try:
@@ -258,10 +260,11 @@ def test_a_cancelled_waiter_leaves_the_queue_through_the_cluster_client(cluster_
         async with AsyncClusterClient(cluster_url, impl=impl) as client:
             holder = client.lock("leave", ttl=30)
             assert await holder.acquire("holder") is not None
-            first = asyncio.create_task(client.lock("leave", ttl=30, timeout=20).acquire("a"))
+            locks = AsyncLockManager(client, local_queue=False)  # both waiters queue on the server
+            first = asyncio.create_task(locks.lock("leave", ttl=30, timeout=20).acquire("a"))
             queue = holder._main_scope.wake + "q"
             await _queued(client, queue, 1)
-            second = asyncio.create_task(client.lock("leave", ttl=30, timeout=20).acquire("b"))
+            second = asyncio.create_task(locks.lock("leave", ttl=30, timeout=20).acquire("b"))
             await _queued(client, queue, 2)
             first.cancel()
             with pytest.raises(asyncio.CancelledError):

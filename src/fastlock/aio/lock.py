@@ -7,6 +7,7 @@ generator. (The source of both shells: ``aio/lock.py``, see ``docs/architecture.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -264,14 +265,19 @@ class AsyncLock(LockBase[AsyncRunner]):
 
     # --- internals --------------------------------------------------------------------
 
-    async def _take(self, scope: Scope, job_id: str, wait: float, handoff: bool = False) -> Any:
+    async def _take(
+        self, scope: Scope, job_id: str, wait: float, handoff: bool = False, turn: float = 0.0
+    ) -> Any:
         """The fencing token, or the last conflict reply ``[ms to expiry, holders...]``: one
         direct call, re-sent once if its reply was lost; with ``wait`` > 0 and a conflict, the
-        wait operation, woken through the client's listener (if it has one). A waiter whose
-        listener has waiters on its channel already joins them first (:meth:`_joined`)."""
+        wait operation, woken through the client's listener (if it has one). A waiter takes its
+        turn on the manager's gate first (:meth:`_in_turn`; ``turn``: when it began to wait for
+        it); one whose listener has waiters on its channel already joins them (:meth:`_joined`)."""
         flags, listener, started = self._flags, None, 0.0
         if wait > 0:
-            started = time.monotonic()
+            if not turn and not handoff and self.manager.gate is not None:
+                return await self._in_turn(scope, job_id, wait)
+            started = turn or time.monotonic()
             listener = getattr(self.manager.runner, "listener", None)
             if listener is not None and not handoff:  # (a job's start frees its queue-time lock first)
                 channel = listener.channel(scope.wake)
@@ -291,6 +297,30 @@ class AsyncLock(LockBase[AsyncRunner]):
         if wait > 0:
             return await self._waited(self._waiting(scope, job_id, wait, handoff, listener, reply), started)
         self._report(reply, None)
+        return reply
+
+    async def _in_turn(self, scope: Scope, job_id: str, wait: float) -> Any:
+        """:meth:`_take` in ``job_id``'s turn on the manager's gate (:mod:`fastlock.locks.gate`):
+        waited for in-process, then the acquire, waiting what is left of ``wait``; without a
+        turn by then, one last direct attempt. The turn lasts while the lock is held."""
+        gate, key, started = self.manager.gate, scope.name, time.monotonic()
+        assert gate is not None
+        deadline = started + wait
+        signal = gate.enter(key, job_id, self.limit, deadline)
+        if signal is None or await self.manager.runner.run(gate.wait(key, signal, deadline)):
+            wait = max(deadline - time.monotonic(), 0.0)
+        else:  # no turn by the deadline
+            wait = 0.0
+        try:
+            reply = await self._take(scope, job_id, wait, False, started)
+        except BaseException:
+            gate.leave(key, job_id)
+            raise
+        if type(reply) is int:
+            lease = self._ttl_ms / 1000 if self._ttl_ms > 0 else math.inf
+            gate.hold(key, job_id, self.limit, time.monotonic() + lease)
+        else:
+            gate.leave(key, job_id)
         return reply
 
     async def _joined(
@@ -330,7 +360,11 @@ class AsyncLock(LockBase[AsyncRunner]):
         return reply
 
     async def _release(self, scope: Scope, job_id: str) -> int | None:
-        reply = await self._call("lock_release", scope.keys, self.manager.release_args(scope, job_id))
+        try:
+            reply = await self._call("lock_release", scope.keys, self.manager.release_args(scope, job_id))
+        finally:
+            if (gate := self.manager.gate) is not None and gate.turns:  # the next local waiter's turn
+                gate.leave(scope.name, job_id)
         return reply if type(reply) is int and reply > 0 else token_reply("lock_release", reply)
 
     async def _resolved(self, side: str, scope: Scope, job_id: str, reply: list[Any], job: Any) -> Any:

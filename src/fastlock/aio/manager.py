@@ -16,6 +16,7 @@ from ..locks.renewal import lock_class
 from ..locks.types import TTL_REQUIRED, Holder, LockType
 from ..operations import AsyncRunner
 from .lock import AsyncLock
+from .notify import AsyncSignal
 from .reaper import AsyncReaper
 from .renewing import AsyncRenewingLock
 
@@ -41,12 +42,20 @@ class AsyncLockManager(Namespace[AsyncRunner]):
     changelog stream of that length (one XADD per transition). ``strategies`` adds or
     replaces conflict strategies by name (:mod:`fastlock.locks.conflict`; on asyncio the
     ``replace`` strategy awaits its steps: :data:`~fastlock.locks.conflict.ASYNC_STRATEGIES`).
+    ``local_queue`` queues this manager's waiters for one lock in-process, first come first
+    served, so that only as many as the lock has holders contend at the server at a time
+    (:mod:`fastlock.locks.gate`; ``docs/locks.md``, "Waiting in turn"); the default
+    (:attr:`queues_locally`) is on for asyncio, off for threads, as measured there.
     At its first use the manager reads the server's ``maxmemory-policy``: ``allkeys-*`` is
     refused (``LockError``).
     """
 
     if True:  # ASYNC
         default_strategies = ASYNC_STRATEGIES
+        queues_locally = True
+    else:
+        queues_locally = False
+    signal_type = AsyncSignal
 
     # --- locks ------------------------------------------------------------------------
 

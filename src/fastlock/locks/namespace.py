@@ -17,6 +17,7 @@ from ..exceptions import ArgumentError, ArgumentTypeError, LockError, ResponseEr
 from ..operations import Call, Command, Operation
 from ..protocol.arguments import duration_ms
 from .conflict import STRATEGIES, Strategy
+from .gate import Gate
 from .keys import KeySpace, Scope
 from .replies import token_reply
 from .types import FAIR, FENCING, TRACK
@@ -72,6 +73,10 @@ class Namespace(Generic[R]):
     strategies a subclass's locks know by name before ``strategies`` are added."""
 
     default_strategies: Mapping[str, Strategy] = STRATEGIES
+    signal_type: Callable[[str], Any]
+    """What a waiter of this transport waits on for its turn (:mod:`fastlock.locks.gate`)."""
+    queues_locally: bool
+    """Whether ``local_queue`` is on by default for this transport."""
 
     def __init__(
         self,
@@ -86,6 +91,7 @@ class Namespace(Generic[R]):
         patience: float = PATIENCE,
         max_history: int = 0,
         strategies: Mapping[str, Strategy] | None = None,
+        local_queue: bool | None = None,
     ) -> None:
         if max_history < 0:
             raise ArgumentError("max_history must be >= 0")
@@ -113,6 +119,10 @@ class Namespace(Generic[R]):
         """The keys of ``digest``'s queue-time (``suffix=""``) or runtime (``":run"``) scope
         (the recently used ones are cached); :meth:`checking` comes first."""
         self.policy_checked = False
+        on = self.queues_locally if local_queue is None else local_queue
+        self.gate = Gate(self.signal_type) if on else None
+        """The turns of this manager's waiters (:mod:`fastlock.locks.gate`); ``None``: every
+        waiter contends at the server."""
 
     @property
     def prefix(self) -> str:

@@ -40,13 +40,15 @@ where their channel is served now; a signal lost before its wait sleeps the whol
 from __future__ import annotations
 
 import logging
+import threading
+import time
 from collections import deque
 from typing import Any, Generic, Protocol, TypeVar
 
 from ..exceptions import ResponseError
 from ..params import handshake_commands
 
-__all__ = ["MAX_NAP", "WAKE_ALL", "Channels", "HandedSignal", "Signal", "WaiterTable"]
+__all__ = ["MAX_NAP", "WAKE_ALL", "Channels", "HandedSignal", "Signal", "ThreadSignal", "WaiterTable"]
 
 logger = logging.getLogger("fastlock.lock")
 
@@ -65,6 +67,29 @@ class HandedSignal:
         self.job = job
         self.token: int | None = None
         self.lost = False
+
+
+class ThreadSignal(HandedSignal):
+    """A waiting thread's wake-up flag (the sync listener's, and the sync locks' turns:
+    :mod:`fastlock.locks.gate`); ``token``: a lock handed over to ``job``."""
+
+    __slots__ = ("_event", "is_set", "set")
+
+    def __init__(self, job: str = "") -> None:
+        super().__init__(job)
+        event = self._event = threading.Event()
+        self.set, self.is_set = event.set, event.is_set
+
+    def wait(self, timeout: float) -> int | None:
+        """The token of a lock handed over to the waiter, else ``None``, once woken or after
+        ``timeout`` seconds (all of them for a signal lost before: no wake-up can come); the
+        flag is cleared for the next wait (an attempt follows)."""
+        if not self.lost or self.token is not None:
+            self._event.wait(timeout)
+        else:
+            time.sleep(timeout)
+        self._event.clear()
+        return self.token
 
 
 class Channels:

@@ -20,34 +20,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..exceptions import ProtocolError, ResponseError
-from ..locks.notify import MAX_NAP, Channels, HandedSignal, WaiterTable, logger
+from ..locks.notify import MAX_NAP, Channels, ThreadSignal, WaiterTable, logger
 from ..operations import Runner
 from ..params import ConnectionParams
 from .connect import open_socket
 
 __all__ = ["Listener", "ThreadSignal"]
-
-
-class ThreadSignal(HandedSignal):
-    """A waiting thread's wake-up flag; ``token``: a lock handed over to ``job``."""
-
-    __slots__ = ("_event", "is_set", "set")
-
-    def __init__(self, job: str = "") -> None:
-        super().__init__(job)
-        event = self._event = threading.Event()
-        self.set, self.is_set = event.set, event.is_set
-
-    def wait(self, timeout: float) -> int | None:
-        """The token of a lock handed over to the waiter, else ``None``, once woken or after
-        ``timeout`` seconds (all of them for a signal lost before: no wake-up can come); the
-        flag is cleared for the next wait (an attempt follows)."""
-        if not self.lost or self.token is not None:
-            self._event.wait(timeout)
-        else:
-            time.sleep(timeout)
-        self._event.clear()
-        return self.token
 
 
 @dataclass(slots=True)

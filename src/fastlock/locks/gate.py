@@ -1,0 +1,154 @@
+"""A client's local queue in front of each lock it waits for (sans-IO, shared by the sync and
+asyncio shells).
+
+Waiters of one manager (one client: a process's threads, a loop's tasks) on one lock scope
+take turns here before they contend at the server: at most ``limit`` of them (the lock's
+holders) go on to the server at a time, the others wait in-process, first come first served,
+and a release of this manager hands the turn to the next one, which then takes the lock with
+an uncontended acquire. The server sees one contender per client and name instead of every
+waiter: no queue bookkeeping, no notification, no attempt that fails.
+
+A turn is advisory, never a condition of correctness (the server decides who holds the lock):
+each one lasts until its holder releases, or its lease ends (the lock's ttl from the acquire;
+the waiter's deadline and :data:`RESERVE` while it is still acquiring), whichever comes first,
+so a holder that never releases (expired, released elsewhere, a task gone) delays the next
+local waiter by its ttl at most, as the server would.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from ..operations import Notice, Operation
+
+__all__ = ["RESERVE", "Gate"]
+
+RESERVE = 1.0  # how long past its deadline a waiter's turn lasts while it is still acquiring
+
+
+class _Turns:
+    """One scope's turns: ``limit`` at a time, the ``holders`` (job id -> end of turn,
+    ``time.monotonic``) and the ``waiting`` signals (-> their deadline), in order of arrival."""
+
+    __slots__ = ("holders", "limit", "waiting")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.holders: dict[str, float] = {}
+        self.waiting: dict[Any, float] = {}
+
+
+class Gate:
+    """The turns of one lock manager's waiters, by scope name. ``signal(job)`` makes a
+    waiter's wake-up signal (the shell's: ``AsyncSignal``, ``ThreadSignal``). Its methods are
+    safe from any thread; a forked child starts with no turns (its parent's threads are not
+    there to end them)."""
+
+    __slots__ = ("__weakref__", "_lock", "_signal", "turns")
+
+    def __init__(self, signal: Callable[[str], Any]) -> None:
+        self._signal = signal
+        self._lock = threading.Lock()
+        self.turns: dict[str, _Turns] = {}
+        _GATES.add(self)
+
+    def enter(self, key: str, job: str, limit: int, deadline: float) -> Any:
+        """Ask for ``job``'s turn on scope ``key`` (``limit`` at a time) before ``deadline``:
+        ``None`` when it has it now (a job that has one keeps it), else the signal it waits on
+        (:meth:`wait`)."""
+        with self._lock:
+            turns = self.turns.get(key)
+            if turns is None:
+                turns = self.turns[key] = _Turns(limit)
+            holders = turns.holders
+            if job not in holders:
+                _expire(holders, time.monotonic())
+                if len(holders) >= limit or turns.waiting:
+                    signal = self._signal(job)
+                    turns.waiting[signal] = deadline
+                    return signal
+            holders[job] = max(holders.get(job, 0.0), deadline + RESERVE)
+            return None
+
+    def wait(self, key: str, signal: Any, deadline: float) -> Operation[bool]:
+        """Wait for ``signal``'s turn on ``key`` until ``deadline``: True once it has it; False
+        at the deadline, or if the wait fails or is cancelled (the turn then goes on)."""
+        done = False
+        try:
+            while True:
+                with self._lock:
+                    turns = self.turns[key]
+                    if signal not in turns.waiting:
+                        done = True
+                        return True
+                    now = time.monotonic()
+                    if now >= deadline:
+                        return False
+                    if _expire(turns.holders, now):  # turns that ended without a release
+                        _grant(turns)
+                        continue
+                    ends = min(turns.holders.values(), default=math.inf)
+                yield Notice(signal, min(deadline, ends + 0.001) - now)
+        finally:
+            if not done:
+                self.leave(key, signal.job, signal)
+
+    def hold(self, key: str, job: str, limit: int, until: float) -> None:
+        """``job`` took the lock on ``key`` (``limit`` holders): its turn lasts until ``until``
+        (``time.monotonic``), whether it waited its turn or not."""
+        with self._lock:
+            turns = self.turns.get(key)
+            if turns is None:
+                turns = self.turns[key] = _Turns(limit)
+            turns.holders[job] = until
+
+    def leave(self, key: str, job: str, signal: Any = None) -> None:
+        """``job``'s turn on ``key`` ends (a release, a failed acquire; with ``signal``, a
+        waiter that gave up, turn or not): the next waiters get theirs."""
+        with self._lock:
+            turns = self.turns.get(key)
+            if turns is None:
+                return
+            if signal is None or turns.waiting.pop(signal, None) is None:
+                turns.holders.pop(job, None)
+            _grant(turns)
+            if not turns.holders and not turns.waiting:
+                del self.turns[key]
+
+    def _forget(self) -> None:
+        self._lock = threading.Lock()
+        self.turns = {}
+
+
+def _expire(holders: dict[str, float], now: float) -> bool:
+    """Drop the turns ended by ``now``; whether there were any."""
+    ended = [job for job, until in holders.items() if until <= now]
+    for job in ended:
+        del holders[job]
+    return bool(ended)
+
+
+def _grant(turns: _Turns) -> None:
+    """Give the next waiters their turns while fewer than the limit hold one."""
+    waiting, holders = turns.waiting, turns.holders
+    while waiting and len(holders) < turns.limit:
+        signal = next(iter(waiting))
+        holders[signal.job] = waiting.pop(signal) + RESERVE
+        signal.set()
+
+
+_GATES: weakref.WeakSet[Gate] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for gate in list(_GATES):
+        gate._forget()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
