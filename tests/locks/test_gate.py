@@ -1,0 +1,107 @@
+"""A manager's local queue (``locks/gate.py``), sans-IO: turns given first come, first served,
+``limit`` at a time, ended by a leave, a lapse or a waiter giving up; a fork's child starts clean."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import pytest
+
+from fastlock.locks.gate import RESERVE, Gate
+from fastlock.locks.notify import ThreadSignal
+from fastlock.operations import Notice
+
+
+def _wait(gate: Gate, signal: Any, deadline: float) -> tuple[Any, Any]:
+    """The wait operation started: it and its first step (a ``Notice``) or its result."""
+    wait = gate.wait("k", signal, deadline)
+    try:
+        return wait, wait.send(None)
+    except StopIteration as done:
+        return None, done.value
+
+
+def _resume(wait: Any) -> Any:
+    try:
+        return wait.send(None)
+    except StopIteration as done:
+        return done.value
+
+
+def test_turns_go_first_come_first_served_limit_at_a_time() -> None:
+    gate, deadline = Gate(ThreadSignal), time.monotonic() + 60
+    assert gate.enter("k", "a", 2, deadline) is None
+    assert gate.enter("k", "b", 2, deadline) is None
+    assert gate.enter("k", "a", 2, deadline) is None  # a job that has a turn keeps it
+    c, d = gate.enter("k", "c", 2, deadline), gate.enter("k", "d", 2, deadline)
+    assert c is not None and d is not None and not c.is_set()
+    wait_c, step = _wait(gate, c, deadline)
+    assert type(step) is Notice and step.signal is c and 59 < step.timeout <= 60
+    gate.leave("k", "b")
+    assert c.is_set() and not d.is_set()
+    assert _resume(wait_c) is True
+    gate.hold("k", "c", 2, time.monotonic() + 30)
+    assert gate.enter("k", "e", 2, deadline) is not None  # d waits before it
+    gate.leave("k", "a")
+    gate.leave("k", "c")
+    assert d.is_set()
+    assert set(gate.turns["k"].holders) == {"d", "e"}  # e got the second free turn
+    gate.leave("k", "d")
+    gate.leave("k", "e")
+    assert gate.turns == {}
+
+
+def test_a_waiter_that_gives_up_passes_its_turn_on() -> None:
+    gate, deadline = Gate(ThreadSignal), time.monotonic() + 60
+    assert gate.enter("k", "a", 1, deadline) is None
+    b, c = gate.enter("k", "b", 1, deadline), gate.enter("k", "c", 1, deadline)
+    wait_b, _ = _wait(gate, b, deadline)
+    wait_c, _ = _wait(gate, c, deadline)
+    wait_b.close()  # cancelled while waiting: c is next
+    gate.leave("k", "a")
+    assert c.is_set() and _resume(wait_c) is True
+    d = gate.enter("k", "d", 1, deadline)
+    wait_d, _ = _wait(gate, d, deadline)
+    gate.leave("k", "c")
+    assert d.is_set()
+    wait_d.close()  # given the turn, cancelled before it used it: nobody holds it
+    assert gate.turns == {}
+
+
+def test_a_waiter_stops_at_its_deadline() -> None:
+    gate = Gate(ThreadSignal)
+    assert gate.enter("k", "a", 1, time.monotonic() + 60) is None
+    b = gate.enter("k", "b", 1, time.monotonic() + 0.05)
+    wait_b, step = _wait(gate, b, time.monotonic() + 0.05)
+    assert step.timeout <= 0.05
+    time.sleep(0.06)
+    assert _resume(wait_b) is False
+    assert list(gate.turns["k"].waiting) == [] and list(gate.turns["k"].holders) == ["a"]
+
+
+def test_a_turn_lapses_at_its_end_without_a_release() -> None:
+    """A holder that never releases (its lock expired, a task gone) holds its turn until its
+    lease ends: the next waiter then gets it, woken at that time."""
+    gate, deadline = Gate(ThreadSignal), time.monotonic() + 60
+    assert gate.enter("k", "a", 1, deadline) is None
+    gate.hold("k", "a", 1, time.monotonic() + 0.05)
+    b = gate.enter("k", "b", 1, deadline)
+    wait_b, step = _wait(gate, b, deadline)
+    assert 0 < step.timeout <= 0.06  # woken when a's turn ends
+    time.sleep(step.timeout)
+    assert _resume(wait_b) is True
+    assert gate.turns["k"].holders["b"] == pytest.approx(deadline + RESERVE)
+
+
+def test_a_forked_child_starts_with_no_turns() -> None:
+    gate, deadline = Gate(ThreadSignal), time.monotonic() + 60
+    assert gate.enter("k", "a", 1, deadline) is None
+    assert gate.enter("k", "b", 1, deadline) is not None
+    pid = os.fork()
+    if pid == 0:  # the child: its parent's turns are not there to end
+        os._exit(0 if gate.turns == {} and gate.enter("k", "c", 1, deadline) is None else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert set(gate.turns["k"].holders) == {"a"}
