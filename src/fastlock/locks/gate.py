@@ -3,10 +3,17 @@ asyncio shells).
 
 Waiters of one manager (one client: a process's threads, a loop's tasks) on one lock scope
 take turns here before they contend at the server: at most ``limit`` of them (the lock's
-holders) go on to the server at a time, the others wait in-process, first come first served,
-and a release of this manager hands the turn to the next one, which then takes the lock with
-an uncontended acquire. The server sees one contender per client and name instead of every
-waiter: no queue bookkeeping, no notification, no attempt that fails.
+holders) go on to the server at a time, the others wait in-process, and a release of this
+manager lets the next one in, which then takes the lock with an uncontended acquire. The
+server sees one contender per client and name instead of every waiter: no queue bookkeeping,
+no notification, no attempt that fails.
+
+The rule is the server's (``docs/locks.md``, "Hand-over and fairness"): bounded barging. A
+caller that finds a turn free takes it unless the longest-waiting waiter has waited
+``patience``; a release tells that waiter once to try (a running caller may be faster), and
+once its patience is over gives the turn to it directly, so waiters are served in their order
+and none waits behind barging callers longer than its patience. ``patience=0`` (``fair``):
+first come, first served.
 
 A turn is advisory, never a condition of correctness (the server decides who holds the lock):
 each one lasts until its holder releases, or its lease ends (the lock's ttl from the acquire;
@@ -32,28 +39,46 @@ __all__ = ["RESERVE", "Gate"]
 RESERVE = 1.0  # how long past its deadline a waiter's turn lasts while it is still acquiring
 
 
+class _Waiting:
+    """A queued waiter: its ``deadline``, ``since`` when it waits (``time.monotonic``), and
+    whether a release has ``told`` it to try."""
+
+    __slots__ = ("deadline", "since", "told")
+
+    def __init__(self, deadline: float, since: float) -> None:
+        self.deadline, self.since, self.told = deadline, since, False
+
+
 class _Turns:
     """One scope's turns: ``limit`` at a time, the ``holders`` (job id -> end of turn,
-    ``time.monotonic``) and the ``waiting`` signals (-> their deadline), in order of arrival."""
+    ``time.monotonic``) and the ``waiting`` signals, in order of arrival."""
 
     __slots__ = ("holders", "limit", "waiting")
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.holders: dict[str, float] = {}
-        self.waiting: dict[Any, float] = {}
+        self.waiting: dict[Any, _Waiting] = {}
+
+    def room(self) -> bool:
+        return len(self.holders) < self.limit
+
+    def take(self, signal: Any) -> None:
+        """Give the turn to queued ``signal``'s waiter."""
+        self.holders[signal.job] = self.waiting.pop(signal).deadline + RESERVE
 
 
 class Gate:
-    """The turns of one lock manager's waiters, by scope name. ``signal(job)`` makes a
-    waiter's wake-up signal (the shell's: ``AsyncSignal``, ``ThreadSignal``). Its methods are
-    safe from any thread; a forked child starts with no turns (its parent's threads are not
-    there to end them)."""
+    """The turns of one lock manager's waiters, by scope name, with the manager's ``patience``
+    (seconds). ``signal(job)`` makes a waiter's wake-up signal (the shell's: ``AsyncSignal``,
+    ``ThreadSignal``). Its methods are safe from any thread; a forked child starts with no
+    turns (its parent's threads are not there to end them)."""
 
-    __slots__ = ("__weakref__", "_lock", "_signal", "turns")
+    __slots__ = ("__weakref__", "_lock", "_signal", "patience", "turns")
 
-    def __init__(self, signal: Callable[[str], Any]) -> None:
+    def __init__(self, signal: Callable[[str], Any], patience: float = 0.0) -> None:
         self._signal = signal
+        self.patience = patience
         self._lock = threading.Lock()
         self.turns: dict[str, _Turns] = {}
         _GATES.add(self)
@@ -68,10 +93,11 @@ class Gate:
                 turns = self.turns[key] = _Turns(limit)
             holders = turns.holders
             if job not in holders:
-                _expire(holders, time.monotonic())
-                if len(holders) >= limit or turns.waiting:
+                now = time.monotonic()
+                _expire(holders, now)
+                if not turns.room() or self._owed(turns, now):
                     signal = self._signal(job)
-                    turns.waiting[signal] = deadline
+                    turns.waiting[signal] = _Waiting(deadline, now)
                     return signal
             holders[job] = max(holders.get(job, 0.0), deadline + RESERVE)
             return None
@@ -90,11 +116,18 @@ class Gate:
                     now = time.monotonic()
                     if now >= deadline:
                         return False
-                    if _expire(turns.holders, now):  # turns that ended without a release
-                        _grant(turns)
-                        continue
-                    ends = min(turns.holders.values(), default=math.inf)
-                yield Notice(signal, min(deadline, ends + 0.001) - now)
+                    _expire(turns.holders, now)  # turns that ended without a release
+                    first = next(iter(turns.waiting))
+                    if first is signal and turns.room():
+                        turns.take(signal)
+                        self._serve(turns, now)  # (a limit's other free turns)
+                        done = True
+                        return True
+                    until = min(deadline, min(turns.holders.values(), default=math.inf) + 0.001)
+                    patient_until = turns.waiting[signal].since + self.patience
+                    if first is signal and now < patient_until:  # then no caller barges
+                        until = min(until, patient_until + 0.001)
+                yield Notice(signal, max(until - now, 0.0))
         finally:
             if not done:
                 self.leave(key, signal.job, signal)
@@ -110,16 +143,36 @@ class Gate:
 
     def leave(self, key: str, job: str, signal: Any = None) -> None:
         """``job``'s turn on ``key`` ends (a release, a failed acquire; with ``signal``, a
-        waiter that gave up, turn or not): the next waiters get theirs."""
+        waiter that gave up, turn or not): the next waiters are served."""
         with self._lock:
             turns = self.turns.get(key)
             if turns is None:
                 return
             if signal is None or turns.waiting.pop(signal, None) is None:
                 turns.holders.pop(job, None)
-            _grant(turns)
+            self._serve(turns, time.monotonic())
             if not turns.holders and not turns.waiting:
                 del self.turns[key]
+
+    def _owed(self, turns: _Turns, now: float) -> bool:
+        """Whether the longest-waiting waiter has waited its patience (no caller may barge)."""
+        for first in turns.waiting.values():
+            return now - first.since >= self.patience
+        return False
+
+    def _serve(self, turns: _Turns, now: float) -> None:
+        """Free turns go to the waiters whose patience is over, in order; a younger first one
+        is told once to try."""
+        waiting = turns.waiting
+        while waiting and turns.room():
+            signal = next(iter(waiting))
+            if self._owed(turns, now):
+                turns.take(signal)
+            elif waiting[signal].told:
+                return
+            else:
+                waiting[signal].told = True
+            signal.set()
 
     def _forget(self) -> None:
         self._lock = threading.Lock()
@@ -132,15 +185,6 @@ def _expire(holders: dict[str, float], now: float) -> bool:
     for job in ended:
         del holders[job]
     return bool(ended)
-
-
-def _grant(turns: _Turns) -> None:
-    """Give the next waiters their turns while fewer than the limit hold one."""
-    waiting, holders = turns.waiting, turns.holders
-    while waiting and len(holders) < turns.limit:
-        signal = next(iter(waiting))
-        holders[signal.job] = waiting.pop(signal) + RESERVE
-        signal.set()
 
 
 _GATES: weakref.WeakSet[Gate] = weakref.WeakSet()

@@ -120,7 +120,7 @@ class Namespace(Generic[R]):
         (the recently used ones are cached); :meth:`checking` comes first."""
         self.policy_checked = False
         on = self.queues_locally if local_queue is None else local_queue
-        self.gate = Gate(self.signal_type) if on else None
+        self.gate = Gate(self.signal_type, self.patience) if on else None
         """The turns of this manager's waiters (:mod:`fastlock.locks.gate`); ``None``: every
         waiter contends at the server."""
 
