@@ -105,3 +105,28 @@ def test_a_forked_child_starts_with_no_turns() -> None:
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert set(gate.turns["k"].holders) == {"a"}
+
+
+def test_callers_barge_until_the_first_waiter_has_waited_its_patience() -> None:
+    """The server's rule: a caller takes a free turn while the first waiter is young; a release
+    tells that waiter once to try; once its patience is over the turn is handed to it and
+    callers queue behind it."""
+    gate, deadline = Gate(ThreadSignal, patience=0.05), time.monotonic() + 60
+    assert gate.enter("k", "a", 1, deadline) is None
+    b = gate.enter("k", "b", 1, deadline)
+    wait_b, step = _wait(gate, b, deadline)
+    assert step.timeout <= 0.051  # it re-checks when its patience ends
+    gate.leave("k", "a")
+    assert b.is_set()  # told to try ...
+    assert gate.enter("k", "a", 1, deadline) is None  # ... and a running caller was faster
+    b.wait(0)  # (the flag the release set, taken by the wait)
+    step = wait_b.send(None)
+    assert type(step) is Notice and list(gate.turns["k"].waiting) == [b]
+    gate.leave("k", "a")
+    assert not b.is_set()  # told once only
+    assert gate.enter("k", "a", 1, deadline) is None
+    time.sleep(0.06)  # b's patience is over: nobody barges now, the release hands it the turn
+    assert gate.enter("k", "c", 1, deadline) is not None
+    gate.leave("k", "a")
+    assert b.is_set() and _resume(wait_b) is True
+    assert list(gate.turns["k"].holders) == ["b"]

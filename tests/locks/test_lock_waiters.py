@@ -474,10 +474,10 @@ def test_a_waiters_first_queued_attempt_dequeues_nothing(redis_url: str, impl: s
         lock = client.lock("fresh", ttl=30)
         scope = lock._main_scope or lock._bind()
         queue = (scope.wake + "q").encode()
-        _, _, first = lock._joining(scope, "w", client.listener)
+        _, _, first = lock._joining(scope, "w", client.listener, lock.manager.patience)
         assert type(client.call(first.name, first.keys, first.args)) is int  # warm: scripts loaded
         assert lock.release("w") is not None
-        _, member, first = lock._joining(scope, "w", client.listener)
+        _, member, first = lock._joining(scope, "w", client.listener, lock.manager.patience)
         probe.execute("CONFIG", "RESETSTAT")
         assert type(client.call(first.name, first.keys, first.args)) is int
         assert "zrem" not in command_calls(probe) and not probe.execute("EXISTS", queue)

@@ -295,7 +295,8 @@ class AsyncLock(LockBase[AsyncRunner]):
             return reply
         reply = acquire_reply(name, reply)
         if wait > 0:
-            return await self._waited(self._waiting(scope, job_id, wait, handoff, listener, reply), started)
+            waiting = self._waiting(scope, job_id, wait, handoff, listener, reply, patience=self._patience(started))
+            return await self._waited(waiting, started)
         self._report(reply, None)
         return reply
 
@@ -330,10 +331,12 @@ class AsyncLock(LockBase[AsyncRunner]):
         ``listener`` first (no I/O) and its first attempt queues it (the release's message cannot
         come before it is entered); the wait operation is built only after a conflict. A failed
         or cancelled attempt leaves as the wait does (its release runs: it may have been queued)."""
-        waiter, member, first = self._joining(scope, job_id, listener)
+        patience = self._patience(started)
+        waiter, member, first = self._joining(scope, job_id, listener, patience)
         signal = listener.join(channel, waiter)
         if signal is None:  # the channel went meanwhile (a sync reader's): enter as a new waiter
-            return await self._waited(self._waiting(scope, job_id, wait, False, listener), started)
+            waiting = self._waiting(scope, job_id, wait, False, listener, patience=patience)
+            return await self._waited(waiting, started)
         try:
             try:
                 reply = await self._call(first.name, first.keys, first.args)
@@ -351,7 +354,8 @@ class AsyncLock(LockBase[AsyncRunner]):
             self._report(reply, started)
             return reply
         joined = (waiter, member, signal)
-        return await self._waited(self._waiting(scope, job_id, wait, False, listener, reply, joined), started)
+        waiting = self._waiting(scope, job_id, wait, False, listener, reply, joined, patience)
+        return await self._waited(waiting, started)
 
     async def _waited(self, waiting: Operation[Any], started: float) -> Any:
         """Run the wait operation ``waiting`` (begun at ``started``), its end reported."""

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -51,20 +52,25 @@ class Acquiring:
         """A waiting acquire's first flags (``LISTENS`` tells the scripts which waiter it is)."""
         return self._flags | WAITING | (0 if listener is None else LISTENS)
 
-    def _joining(self, scope: Scope, job_id: str, listener: Any) -> tuple[str, str, Call]:
+    def _patience(self, started: float) -> float:
+        """What is left of the manager's patience for a wait begun at ``started``
+        (``time.monotonic``; a wait for a local turn counts: :mod:`fastlock.locks.gate`)."""
+        return max(self.manager.patience - (time.monotonic() - started), 0.0)
+
+    def _joining(self, scope: Scope, job_id: str, listener: Any, patience: float) -> tuple[str, str, Call]:
         """A new listening wait of ``job_id`` in ``scope`` (:meth:`_new_wait`: its id and queue
         member) and its first attempt, which queues it (``FRESH``: the member is not queued
         yet, so taking a slot dequeues nothing)."""
-        waiter, member = self._new_wait(job_id, listener)
+        waiter, member = self._new_wait(job_id, listener, patience)
         return waiter, member, self._queued_call(scope, job_id, listener, QUEUED | FRESH, member)
 
-    def _new_wait(self, job_id: str, listener: Any) -> tuple[str, str]:
+    def _new_wait(self, job_id: str, listener: Any, patience: float) -> tuple[str, str]:
         """A new listening wait's id (the listener's mark, ``s`` for a shard channel, then a
         fresh id: a late message reaches no later wait, then the job) and its queue member
-        (``shared/_lock_wake.lua``)."""
+        (``shared/_lock_wake.lua``), with the ``patience`` it grants running callers."""
         waiter = f"{listener.wait_mark}{_ids.next_id()}:{job_id}"
         fenced = 1 if self._flags & FENCING else 0
-        return waiter, f"{listener.db}:{self._ttl_ms}:{fenced}:{round(self.manager.patience * 1000)}:{waiter}"
+        return waiter, f"{listener.db}:{self._ttl_ms}:{fenced}:{round(patience * 1000)}:{waiter}"
 
     def _queued_call(self, scope: Scope, job_id: str, listener: Any, flag: int, member: str) -> Call:
         """A listening waiter's attempt with queue ``flag`` (``QUEUED``, ``DEQUEUED``) for its
@@ -82,19 +88,23 @@ class Acquiring:
         listener: Any = None,
         conflict: list[Any] | None = None,
         joined: tuple[str, str, Any] | None = None,
+        patience: float | None = None,
     ) -> Operation[Any]:
         """An acquire waiting up to ``wait`` s for releases (woken by ``listener``, if given):
         the token or the last conflict reply. Given the ``conflict`` reply of its first attempt
         (flags :meth:`_wait_flags`, sent by the caller), it goes on from there; ``joined``: that
         attempt was a listening wait's first, queued one, ``(waiter, member, signal)``
-        (:meth:`_joining`, and the signal the waiter was entered with)."""
+        (:meth:`_joining`, and the signal the waiter was entered with); ``patience``: the
+        waiter's (:meth:`_patience`; default the manager's)."""
         flags = self._wait_flags(listener)
         first = Call(*self._acquire_call(scope, job_id, flags, handoff))
         if listener is None:
             again = Call(*self._acquire_call(scope, job_id, flags | WAITED, False))
             return wait_for(WaitPlan(first, again, scope.wake), wait, conflict=conflict)
+        if patience is None:
+            patience = self.manager.patience
         if joined is None:
-            waiter, member = self._new_wait(job_id, listener)
+            waiter, member = self._new_wait(job_id, listener, patience)
             signal = None
         else:
             waiter, member, signal = joined
@@ -106,7 +116,7 @@ class Acquiring:
             job=waiter,
             leave=self._leave_call(scope, job_id, member),
             handed=None if (observer := metrics.observer) is None else self._handed(observer),
-            patience=self.manager.patience,
+            patience=patience,
         )
         return wait_for(plan, wait, listener, conflict=conflict, signal=signal)
 

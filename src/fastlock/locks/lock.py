@@ -188,7 +188,10 @@ class Lock(LockBase[Runner]):
             return reply
         reply = acquire_reply(name, reply)
         if wait > 0:
-            return self._waited(self._waiting(scope, job_id, wait, handoff, listener, reply), started)
+            waiting = self._waiting(
+                scope, job_id, wait, handoff, listener, reply, patience=self._patience(started)
+            )
+            return self._waited(waiting, started)
         self._report(reply, None)
         return reply
 
@@ -223,10 +226,12 @@ class Lock(LockBase[Runner]):
         ``listener`` first (no I/O) and its first attempt queues it (the release's message cannot
         come before it is entered); the wait operation is built only after a conflict. A failed
         or cancelled attempt leaves as the wait does (its release runs: it may have been queued)."""
-        waiter, member, first = self._joining(scope, job_id, listener)
+        patience = self._patience(started)
+        waiter, member, first = self._joining(scope, job_id, listener, patience)
         signal = listener.join(channel, waiter)
         if signal is None:  # the channel went meanwhile (a sync reader's): enter as a new waiter
-            return self._waited(self._waiting(scope, job_id, wait, False, listener), started)
+            waiting = self._waiting(scope, job_id, wait, False, listener, patience=patience)
+            return self._waited(waiting, started)
         try:
             try:
                 reply = self._call(first.name, first.keys, first.args)
@@ -244,7 +249,8 @@ class Lock(LockBase[Runner]):
             self._report(reply, started)
             return reply
         joined = (waiter, member, signal)
-        return self._waited(self._waiting(scope, job_id, wait, False, listener, reply, joined), started)
+        waiting = self._waiting(scope, job_id, wait, False, listener, reply, joined, patience)
+        return self._waited(waiting, started)
 
     def _waited(self, waiting: Operation[Any], started: float) -> Any:
         """Run the wait operation ``waiting`` (begun at ``started``), its end reported."""

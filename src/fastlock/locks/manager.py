@@ -40,9 +40,9 @@ class LockManager(Namespace[Runner]):
     changelog stream of that length (one XADD per transition). ``strategies`` adds or
     replaces conflict strategies by name (:mod:`fastlock.locks.conflict`; on asyncio the
     ``replace`` strategy awaits its steps: :data:`~fastlock.locks.conflict.ASYNC_STRATEGIES`).
-    ``local_queue`` queues this manager's waiters for one lock in-process, first come first
-    served, so that only as many as the lock has holders contend at the server at a time
-    (:mod:`fastlock.locks.gate`; ``docs/locks.md``, "Waiting in turn"); the default
+    ``local_queue`` queues this manager's waiters for one lock in-process (by the same
+    ``patience`` rule), so that only as many as the lock has holders contend at the server at a
+    time (:mod:`fastlock.locks.gate`; ``docs/locks.md``, "Waiting in turn"); the default
     (:attr:`queues_locally`) is on for asyncio, off for threads, as measured there.
     At its first use the manager reads the server's ``maxmemory-policy``: ``allkeys-*`` is
     refused (``LockError``).
