@@ -13,8 +13,9 @@ its CPU and the commands it ran (inside scripts too; the check's two are among t
 sides, and so is the drain after the window). Sides alternate round by round; medians.
 
 ``python bench/contention.py [--rounds 3] [--window 2] [--tasks 100] [--names 20]
-[--processes 4] [--threads 8] [--sync-names 4] [--only aio|sync] [--patience S]`` (a private
-redis-server on a unix socket; ``--patience``: fastlock's, else the namespace default).
+[--processes 4] [--threads 8] [--sync-names 4] [--only aio|sync] [--patience S]
+[--local-queue on|off]`` (a private redis-server on a unix socket; ``--patience`` and
+``--local-queue``: fastlock's manager options, else their defaults).
 """
 
 from __future__ import annotations
@@ -91,12 +92,12 @@ class Monitor:
 
 
 async def _aio_round(
-    kind: str, path: str, tasks: int, names: int, window: float, patience: float | None = None
+    kind: str, path: str, tasks: int, names: int, window: float, options: dict[str, Any] | None = None
 ) -> Result:
     result = Result()
     if kind == "fastlock":
         client: Any = fastlock.aio.Client(f"unix://{path}")
-        locks = client.locks if patience is None else fastlock.aio.AsyncLockManager(client, patience=patience)
+        locks = fastlock.aio.AsyncLockManager(client, **options) if options else client.locks
 
         def lock(name: str) -> Any:
             return locks.lock(name, ttl=TTL, timeout=TIMEOUT)
@@ -145,11 +146,11 @@ async def _aio_round(
 
 def _sync_worker(
     kind: str, path: str, threads: int, names: int, start: float, window: float, out: Any,
-    patience: float | None = None,
+    options: dict[str, Any] | None = None,
 ) -> None:  # fmt: skip
     if kind == "fastlock":
         client: Any = fastlock.Client(f"unix://{path}")
-        locks = client.locks if patience is None else fastlock.LockManager(client, patience=patience)
+        locks = fastlock.LockManager(client, **options) if options else client.locks
 
         def lock(name: str) -> Any:
             return locks.lock(name, ttl=TTL, timeout=TIMEOUT)
@@ -178,13 +179,13 @@ def _sync_round(
     threads: int,
     names: int,
     window: float,
-    patience: float | None = None,
+    options: dict[str, Any] | None = None,
 ) -> Result:
     ctx = multiprocessing.get_context("spawn")
     out = ctx.Queue()
     start = time.time() + 1.5  # the spawned interpreters import first
     procs = [
-        ctx.Process(target=_sync_worker, args=(kind, path, threads, names, start, window, out, patience))
+        ctx.Process(target=_sync_worker, args=(kind, path, threads, names, start, window, out, options))
         for _ in range(processes)
     ]
     for proc in procs:
@@ -214,6 +215,11 @@ def _line(label: str, rounds: list[Result], server: list[tuple[float, int]], win
 
 
 def run(args: argparse.Namespace) -> str:
+    options: dict[str, Any] = {}
+    if args.patience is not None:
+        options["patience"] = args.patience
+    if args.local_queue is not None:
+        options["local_queue"] = args.local_queue == "on"
     server = TempServer().start()
     lines = [
         "| side | lifecycles/s | wait p50 | wait p99 | peak clients | server CPU / lifecycle "
@@ -232,7 +238,7 @@ def run(args: argparse.Namespace) -> str:
                     (
                         label,
                         lambda k=kind: asyncio.run(
-                            _aio_round(k, path, args.tasks, args.names, args.window, args.patience)
+                            _aio_round(k, path, args.tasks, args.names, args.window, options)
                         ),
                     )
                 )
@@ -246,7 +252,7 @@ def run(args: argparse.Namespace) -> str:
                     (
                         label,
                         lambda k=kind: _sync_round(
-                            k, path, args.processes, args.threads, args.sync_names, args.window, args.patience
+                            k, path, args.processes, args.threads, args.sync_names, args.window, options
                         ),
                     )
                 )
@@ -276,6 +282,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sync-names", type=int, default=4)
     parser.add_argument("--only", choices=("aio", "sync"))
     parser.add_argument("--patience", type=float, help="fastlock's (seconds; default: the namespace default)")
+    parser.add_argument(
+        "--local-queue", choices=("on", "off"), help="fastlock's (default: on for asyncio, off for threads)"
+    )
     print(run(parser.parse_args(argv)))
 
 
