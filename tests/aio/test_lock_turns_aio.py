@@ -189,3 +189,21 @@ def test_threads_take_turns_when_asked(redis_url: str, impl: str) -> None:
         assert not failures, failures[:3]
         assert peak[0] <= 1  # the holder's turn, and at most one waiter queued on the server
         assert locks.gate is not None and locks.gate.turns == {}
+
+
+def test_a_release_by_another_client_reaches_the_local_waiters(run: Run, redis_url: str, impl: str) -> None:
+    """A task holds the lock (and its turn); another client releases it with the job id: the
+    local waiter behind it gets the lock within a nap, not at the lock's ttl."""
+    with fastlock.Client(redis_url) as other:
+
+        async def main() -> None:
+            async with Client(redis_url, impl=impl) as client:
+                assert await client.lock("elsewhere", ttl=30, timeout=5).acquire("j") is not None
+                waiting = asyncio.create_task(client.lock("elsewhere", ttl=30, timeout=10).acquire("w"))
+                await asyncio.sleep(0.05)
+                released = time.monotonic()
+                assert other.lock("elsewhere", ttl=30).release("j") is not None
+                assert await waiting is not None
+                assert time.monotonic() - released < MAX_NAP + 0.5
+
+        run(main())

@@ -16,6 +16,7 @@ from .. import metrics
 from ..exceptions import ConnectionError, LockConflictError, LockNotOwnedError
 from ..locks.base import LockBase
 from ..locks.conflict import AsyncConflict, Conflict
+from ..locks.gate import Gate
 from ..locks.keys import Scope
 from ..locks.replies import acquire_reply, lost_before_release, token_reply
 from ..locks.types import QUEUED, Holder, LockInfo, check_job_id
@@ -275,8 +276,8 @@ class AsyncLock(LockBase[AsyncRunner]):
         it); one whose listener has waiters on its channel already joins them (:meth:`_joined`)."""
         flags, listener, started = self._flags, None, 0.0
         if wait > 0:
-            if not turn and not handoff and self.manager.gate is not None:
-                return await self._in_turn(scope, job_id, wait)
+            if not turn and not handoff and (gate := self.manager.gate) is not None:
+                return await self._in_turn(gate, scope, job_id, wait)
             started = turn or time.monotonic()
             listener = getattr(self.manager.runner, "listener", None)
             if listener is not None and not handoff:  # (a job's start frees its queue-time lock first)
@@ -295,17 +296,18 @@ class AsyncLock(LockBase[AsyncRunner]):
             return reply
         reply = acquire_reply(name, reply)
         if wait > 0:
-            waiting = self._waiting(scope, job_id, wait, handoff, listener, reply, patience=self._patience(started))
-            return await self._waited(waiting, started)
+            patience = self._patience(started)
+            return await self._waited(
+                self._waiting(scope, job_id, wait, handoff, listener, reply, None, patience), started
+            )
         self._report(reply, None)
         return reply
 
-    async def _in_turn(self, scope: Scope, job_id: str, wait: float) -> Any:
-        """:meth:`_take` in ``job_id``'s turn on the manager's gate (:mod:`fastlock.locks.gate`):
+    async def _in_turn(self, gate: Gate, scope: Scope, job_id: str, wait: float) -> Any:
+        """:meth:`_take` in ``job_id``'s turn on the manager's ``gate`` (:mod:`fastlock.locks.gate`):
         waited for in-process, then the acquire, waiting what is left of ``wait``; without a
         turn by then, one last direct attempt. The turn lasts while the lock is held."""
-        gate, key, started = self.manager.gate, scope.name, time.monotonic()
-        assert gate is not None
+        key, started = scope.name, time.monotonic()
         deadline = started + wait
         signal = gate.enter(key, job_id, self.limit, deadline)
         if signal is None or await self.manager.runner.run(gate.wait(key, signal, deadline)):

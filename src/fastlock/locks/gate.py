@@ -18,8 +18,10 @@ first come, first served.
 A turn is advisory, never a condition of correctness (the server decides who holds the lock):
 each one lasts until its holder releases, or its lease ends (the lock's ttl from the acquire;
 the waiter's deadline and :data:`RESERVE` while it is still acquiring), whichever comes first,
-so a holder that never releases (expired, released elsewhere, a task gone) delays the next
-local waiter by its ttl at most, as the server would.
+so a holder that never releases (expired, a task gone) delays the next local waiter by its
+ttl at most, as the server would; and when no turn has moved for
+:data:`~fastlock.locks.notify.MAX_NAP`, the first waiter goes on to the server all the same
+(the lock may have been released by another client, which no local turn sees).
 """
 
 from __future__ import annotations
@@ -33,10 +35,12 @@ from collections.abc import Callable
 from typing import Any
 
 from ..operations import Notice, Operation
+from .notify import MAX_NAP
 
-__all__ = ["RESERVE", "Gate"]
+__all__ = ["RESERVE", "SWEEP_AT", "Gate"]
 
 RESERVE = 1.0  # how long past its deadline a waiter's turn lasts while it is still acquiring
+SWEEP_AT = 1024  # scopes with turns kept before ended ones are swept
 
 
 class _Waiting:
@@ -53,34 +57,42 @@ class _Turns:
     """One scope's turns: ``limit`` at a time, the ``holders`` (job id -> end of turn,
     ``time.monotonic``) and the ``waiting`` signals, in order of arrival."""
 
-    __slots__ = ("holders", "limit", "waiting")
+    __slots__ = ("holders", "limit", "moved", "waiting")
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, now: float) -> None:
         self.limit = limit
         self.holders: dict[str, float] = {}
         self.waiting: dict[Any, _Waiting] = {}
+        self.moved = now
+        """When a turn was last given or ended by a release."""
 
     def room(self) -> bool:
         return len(self.holders) < self.limit
 
-    def take(self, signal: Any) -> None:
+    def take(self, signal: Any, now: float) -> None:
         """Give the turn to queued ``signal``'s waiter."""
         self.holders[signal.job] = self.waiting.pop(signal).deadline + RESERVE
+        self.moved = now
 
 
 class Gate:
     """The turns of one lock manager's waiters, by scope name, with the manager's ``patience``
-    (seconds). ``signal(job)`` makes a waiter's wake-up signal (the shell's: ``AsyncSignal``,
+    (seconds), on ``clock`` (the waiters' deadlines and the turns' ends are its readings).
+    ``signal(job)`` makes a waiter's wake-up signal (the shell's: ``AsyncSignal``,
     ``ThreadSignal``). Its methods are safe from any thread; a forked child starts with no
     turns (its parent's threads are not there to end them)."""
 
-    __slots__ = ("__weakref__", "_lock", "_signal", "patience", "turns")
+    __slots__ = ("__weakref__", "_clock", "_lock", "_signal", "_sweep_at", "patience", "turns")
 
-    def __init__(self, signal: Callable[[str], Any], patience: float = 0.0) -> None:
+    def __init__(
+        self, signal: Callable[[str], Any], patience: float = 0.0, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self._signal = signal
+        self._clock = clock
         self.patience = patience
         self._lock = threading.Lock()
         self.turns: dict[str, _Turns] = {}
+        self._sweep_at = SWEEP_AT
         _GATES.add(self)
 
     def enter(self, key: str, job: str, limit: int, deadline: float) -> Any:
@@ -90,10 +102,12 @@ class Gate:
         with self._lock:
             turns = self.turns.get(key)
             if turns is None:
-                turns = self.turns[key] = _Turns(limit)
+                if len(self.turns) >= self._sweep_at:
+                    self._sweep()
+                turns = self.turns[key] = _Turns(limit, self._clock())
             holders = turns.holders
             if job not in holders:
-                now = time.monotonic()
+                now = self._clock()
                 _expire(holders, now)
                 if not turns.room() or self._owed(turns, now):
                     signal = self._signal(job)
@@ -113,20 +127,22 @@ class Gate:
                     if signal not in turns.waiting:
                         done = True
                         return True
-                    now = time.monotonic()
+                    now = self._clock()
                     if now >= deadline:
                         return False
                     _expire(turns.holders, now)  # turns that ended without a release
                     first = next(iter(turns.waiting))
-                    if first is signal and turns.room():
-                        turns.take(signal)
+                    if first is signal and (turns.room() or now - turns.moved >= MAX_NAP):
+                        turns.take(signal, now)  # (over the limit if no turn moved for a nap)
                         self._serve(turns, now)  # (a limit's other free turns)
                         done = True
                         return True
                     until = min(deadline, min(turns.holders.values(), default=math.inf) + 0.001)
-                    patient_until = turns.waiting[signal].since + self.patience
-                    if first is signal and now < patient_until:  # then no caller barges
-                        until = min(until, patient_until + 0.001)
+                    if first is signal:  # no caller barges once its patience is over
+                        patient_until = turns.waiting[signal].since + self.patience
+                        if now < patient_until:
+                            until = min(until, patient_until + 0.001)
+                        until = min(until, turns.moved + MAX_NAP)
                 yield Notice(signal, max(until - now, 0.0))
         finally:
             if not done:
@@ -138,7 +154,7 @@ class Gate:
         with self._lock:
             turns = self.turns.get(key)
             if turns is None:
-                turns = self.turns[key] = _Turns(limit)
+                turns = self.turns[key] = _Turns(limit, self._clock())
             turns.holders[job] = until
 
     def leave(self, key: str, job: str, signal: Any = None) -> None:
@@ -148,9 +164,11 @@ class Gate:
             turns = self.turns.get(key)
             if turns is None:
                 return
-            if signal is None or turns.waiting.pop(signal, None) is None:
-                turns.holders.pop(job, None)
-            self._serve(turns, time.monotonic())
+            now = self._clock()
+            if (signal is None or turns.waiting.pop(signal, None) is None) and job in turns.holders:
+                del turns.holders[job]
+                turns.moved = now
+            self._serve(turns, now)
             if not turns.holders and not turns.waiting:
                 del self.turns[key]
 
@@ -167,12 +185,22 @@ class Gate:
         while waiting and turns.room():
             signal = next(iter(waiting))
             if self._owed(turns, now):
-                turns.take(signal)
+                turns.take(signal, now)
             elif waiting[signal].told:
                 return
             else:
                 waiting[signal].told = True
             signal.set()
+
+    def _sweep(self) -> None:
+        """Drop the scopes left with turns that ended without a release and no waiter (locks
+        taken and never released here), so that they do not pile up."""
+        now = self._clock()
+        for key, turns in list(self.turns.items()):
+            _expire(turns.holders, now)
+            if not turns.holders and not turns.waiting:
+                del self.turns[key]
+        self._sweep_at = max(SWEEP_AT, 2 * len(self.turns))
 
     def _forget(self) -> None:
         self._lock = threading.Lock()

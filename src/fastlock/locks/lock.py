@@ -17,6 +17,7 @@ from .. import metrics
 from ..exceptions import ConnectionError, LockConflictError, LockNotOwnedError
 from ..locks.base import LockBase
 from ..locks.conflict import Conflict
+from ..locks.gate import Gate
 from ..locks.keys import Scope
 from ..locks.replies import acquire_reply, lost_before_release, token_reply
 from ..locks.types import QUEUED, Holder, LockInfo, check_job_id
@@ -168,8 +169,8 @@ class Lock(LockBase[Runner]):
         it); one whose listener has waiters on its channel already joins them (:meth:`_joined`)."""
         flags, listener, started = self._flags, None, 0.0
         if wait > 0:
-            if not turn and not handoff and self.manager.gate is not None:
-                return self._in_turn(scope, job_id, wait)
+            if not turn and not handoff and (gate := self.manager.gate) is not None:
+                return self._in_turn(gate, scope, job_id, wait)
             started = turn or time.monotonic()
             listener = getattr(self.manager.runner, "listener", None)
             if listener is not None and not handoff:  # (a job's start frees its queue-time lock first)
@@ -188,19 +189,18 @@ class Lock(LockBase[Runner]):
             return reply
         reply = acquire_reply(name, reply)
         if wait > 0:
-            waiting = self._waiting(
-                scope, job_id, wait, handoff, listener, reply, patience=self._patience(started)
+            patience = self._patience(started)
+            return self._waited(
+                self._waiting(scope, job_id, wait, handoff, listener, reply, None, patience), started
             )
-            return self._waited(waiting, started)
         self._report(reply, None)
         return reply
 
-    def _in_turn(self, scope: Scope, job_id: str, wait: float) -> Any:
-        """:meth:`_take` in ``job_id``'s turn on the manager's gate (:mod:`fastlock.locks.gate`):
+    def _in_turn(self, gate: Gate, scope: Scope, job_id: str, wait: float) -> Any:
+        """:meth:`_take` in ``job_id``'s turn on the manager's ``gate`` (:mod:`fastlock.locks.gate`):
         waited for in-process, then the acquire, waiting what is left of ``wait``; without a
         turn by then, one last direct attempt. The turn lasts while the lock is held."""
-        gate, key, started = self.manager.gate, scope.name, time.monotonic()
-        assert gate is not None
+        key, started = scope.name, time.monotonic()
         deadline = started + wait
         signal = gate.enter(key, job_id, self.limit, deadline)
         if signal is None or self.manager.runner.run(gate.wait(key, signal, deadline)):
