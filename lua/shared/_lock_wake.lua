@@ -19,7 +19,9 @@ local function wake_waiters(at, n, limit)
 end
 
 -- The queue of listening waiters of the scope at KEYS[at] (fastlock.locks.notify): zset
--- `<wake>q` (score: the server's µs at entry, FIFO) and zset `<wake>a` (score: ms until which
+-- `<wake>q` (score: the server's µs at entry plus the waiter's patience: the order in which
+-- their patience ends, FIFO among equal patiences; a waiter that waited its turn in its
+-- client comes with that much less) and zset `<wake>a` (score: ms until which
 -- the waiter is alive; each attempt renews it). Members
 -- "<db>:<ttl_ms>:<fencing 0/1>:<patience ms>:<wait>:<job>", made by the client (<wait>: an id
 -- of that wait, no ':', starting with "s" when the waiter listens on a cluster's sharded
@@ -43,7 +45,8 @@ local function enqueue(at, member)
   if redis.call("ZCARD", queue) >= QUEUE_MAX and not redis.call("ZSCORE", queue, member) then
     return
   end
-  redis.call("ZADD", queue, "NX", t[1] * 1000000 + t[2], member)
+  local patience = string.match(member, "^%d+:%d+:%d:(%d+):")
+  redis.call("ZADD", queue, "NX", t[1] * 1000000 + t[2] + (patience or 0) * 1000, member)
   redis.call("ZADD", alive, ms + QUEUE_ALIVE_MS, member)
   redis.call("PEXPIRE", queue, QUEUE_ALIVE_MS)
   redis.call("PEXPIRE", alive, QUEUE_ALIVE_MS)
@@ -82,7 +85,7 @@ local function queued_ahead(at, job)
   return false
 end
 
--- Give slot `key` of the scope at KEYS[at] to the longest-waiting live queued waiter (none of
+-- Give slot `key` of the scope at KEYS[at] to the first live queued waiter (none of
 -- `values`, the slots' values, held by it) once it has waited its patience: its token is set
 -- as holder (its <waited> `bits` those of the slot released: the waiters behind it still wait
 -- on it) and it is told on its db's channel "<wake>@<db>" ("<token>:<wait>:<job>": that wait
@@ -112,7 +115,7 @@ local function hand_over(at, key, values, limit, scope, max_history, bits)
         holding = true
       end
     end
-    local young = job and us - found[2] < patience * 1000
+    local young = job and us < found[2] + 0
     local live = young and patience + 0 < QUEUE_ALIVE_MS -- queued for less than a life: alive
     if job and not live then
       local life = redis.call("ZSCORE", alive, head)

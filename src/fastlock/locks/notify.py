@@ -10,7 +10,7 @@ one node (``cluster/listeners_aio.py``): the primary of the channel's slot (shar
 ``SSUBSCRIBE``), or the master in use.
 
 A waiter queues on the server for a hand-over (its acquire attempts say so): a release of a
-flagged slot gives the lock to the longest-waiting live queued waiter and ``PUBLISH``es
+flagged slot gives the lock to the first live queued waiter (by the end of its patience) and ``PUBLISH``es
 ``<token>:<wait>:<job>`` on the channel of that waiter's db (``<wake key>@<db>``; ``SPUBLISH``
 when the wait's id starts with ``s``, :attr:`Channels.wait_mark`: a shard channel's): the
 listener of the client that waiter is on gives it the token (:meth:`WaiterTable.give`), and
