@@ -84,8 +84,7 @@ def wait_for(
     its subscription it tries ``again`` (on a channel already listened to it is entered at
     once and tries ``again`` first), which also queues it for a hand-over (a release gives the
     lock to the first live queued waiter, by the end of its patience, and tells it the token:
-    no further attempt;
-    ``plan.handed()`` is called then; before the waiter has been queued ``plan.patience``
+    no further attempt; ``plan.handed()`` is called then; before the waiter has been queued ``plan.patience``
     seconds, a release frees the lock and wakes it to try again instead, and it re-checks once
     when its patience ends). A waiter whose subscription was lost (a routed listener's: a
     failover, a slot moved) tries ``again`` (its client follows the topology), enters again
