@@ -72,6 +72,10 @@ OPTIONAL_BUDGETS = frozenset(p.name for p in (*CLUSTER_PATHS, *OBSERVED_PATHS, *
 LOOP_PATHS = frozenset(p.name for p in AIO_PATHS)
 """The asyncio paths: how many replies an event loop's iteration hands over varies a little
 with timing, so their counts move more between runs than the others' (``loop_tolerance``)."""
+LAYOUT_PATHS = frozenset({"encode: cython core"})
+"""The shortest path (2.5k instructions a call) moves with the child's memory layout: 2,542
+measured alone and 2,612 (+2.8%) in a full suite's run of the same wheel install (2026-12-07),
+so it takes the asyncio paths' tolerance (``loop_tolerance``); its ratio to hiredis is gated too."""
 BY_NAME = {p.name: p for p in GATED}
 
 
@@ -145,7 +149,8 @@ def budget_failures(per_op: dict[str, float], budgets: dict[str, int], settings:
     it that the budget must be lowered, or without a budget (unless in ``OPTIONAL_BUDGETS``)."""
     stale, failures = settings["stale_below"], []
     for name, count in per_op.items():
-        tolerance = settings["loop_tolerance"] if name in LOOP_PATHS else settings["tolerance"]
+        wide = name in LOOP_PATHS or name in LAYOUT_PATHS
+        tolerance = settings["loop_tolerance"] if wide else settings["tolerance"]
         budget = budgets.get(name)
         if budget is None and name in OPTIONAL_BUDGETS:
             continue  # reported, and its ratio gated, but not budgeted on this toolchain

@@ -136,6 +136,10 @@ def test_budget_verdicts() -> None:
         "e: 5 instructions/op, no budget for it on this toolchain",
     ]
     assert gate.budget_failures({"cluster client.call: cython core": 5}, {}, settings) == []  # optional
+    wide = {**settings, "loop_tolerance": 0.05}  # the asyncio paths and the shortest one: 5%
+    for name in ("encode: cython core", "aio client.call, 100 tasks: cython core"):
+        assert gate.budget_failures({name: 1049}, {name: 1000}, wide) == []
+        assert gate.budget_failures({name: 1051}, {name: 1000}, wide) != []
 
 
 def test_write_budgets_replaces_only_its_toolchain(tmp_path: Path) -> None:
