@@ -207,12 +207,10 @@ class Gate:
         self.turns = {}
 
 
-def _expire(holders: dict[str, float], now: float) -> bool:
-    """Drop the turns ended by ``now``; whether there were any."""
-    ended = [job for job, until in holders.items() if until <= now]
-    for job in ended:
+def _expire(holders: dict[str, float], now: float) -> None:
+    """Drop the turns ended by ``now``."""
+    for job in [job for job, until in holders.items() if until <= now]:
         del holders[job]
-    return bool(ended)
 
 
 _GATES: weakref.WeakSet[Gate] = weakref.WeakSet()
