@@ -67,8 +67,9 @@ class TempSentinels:
             self._dir = Path(tempfile.mkdtemp(prefix="fastlock-sentinel-"))
             for n in range(3):
                 self._start_sentinel(n)
-            for port in self.ports:
-                wait_until(functools.partial(self._sees_replica, port), 10, "watching")
+            for port in self.ports:  # (hellos every 2 s, INFO of the master every 10 s: a missed
+                # first INFO is seen 10 s later, past a 10 s bound on a loaded machine)
+                wait_until(functools.partial(self._sees_replica, port), 30, "watching")
         except BaseException:
             self.stop()
             raise
