@@ -1,7 +1,7 @@
 """A client's waiters take turns in-process before they contend at the server (``locks/gate.py``,
 issue 27): one waiter per lock (per holder of a limit) reaches the server, the others follow it
 in their order, each with an uncontended acquire; a turn that is never released lapses with the
-lock's ttl; a local waiter that leaves delays nobody. Threads opt in (``local_queue=True``)."""
+lock's ttl; a local waiter that leaves delays nobody; a free lock costs no turn."""
 
 from __future__ import annotations
 
@@ -155,15 +155,18 @@ def test_the_server_queue_alone_without_a_local_queue(run: Run, redis_url: str, 
         run(main())
 
 
-def test_threads_take_turns_when_asked(redis_url: str, impl: str) -> None:
-    """A sync manager with ``local_queue=True``: 8 threads on one lock, one of them at a time on
-    the server, every lifecycle done with never two holders (off by default for threads)."""
+def test_threads_take_turns(redis_url: str, impl: str) -> None:
+    """A sync client's manager (the local queue on by default, as for asyncio): 8 threads on one
+    lock, one of them at a time on the server, every lifecycle done with never two holders."""
     with (
         fastlock.Client(redis_url, impl=impl) as client,
         fastlock.Client(redis_url, max_connections=1) as probe,
     ):
-        assert client.locks.gate is None
-        locks = fastlock.LockManager(client, local_queue=True)
+        locks = client.locks
+        free = locks.lock("thread-turns", ttl=30, timeout=5)
+        assert free.acquire("free") is not None
+        assert locks.gate is not None and locks.gate.turns == {}  # a free lock costs no turn
+        assert free.release("free") is not None
         inside, failures, peak = [0], [], [0]
         queue = (locks.lock("thread-turns", ttl=30)._bind().wake + "q").encode()
 

@@ -179,10 +179,11 @@ def test_waiters_sleep_through_a_master_killed(fresh_sentinels: TempSentinels) -
         assert holder.acquire("holder") is not None
         sentinels.wait_synced()  # the holder's lock is on the replica too
         results: dict[int, Any] = {}
+        locks = fastlock.LockManager(client, local_queue=False)
 
         def waiter(n: int) -> None:
-            try:
-                lock = client.lock("sleepers", ttl=30, timeout=LOOSE)
+            try:  # every waiter queues on the server (no local queue), all five through the failover
+                lock = locks.lock("sleepers", ttl=30, timeout=LOOSE)
                 results[n] = lock.acquire(f"w{n}")
                 lock.release(f"w{n}")
             except BaseException as exc:  # noqa: BLE001 - the test reads it

@@ -44,17 +44,14 @@ class AsyncLockManager(Namespace[AsyncRunner]):
     ``replace`` strategy awaits its steps: :data:`~fastlock.locks.conflict.ASYNC_STRATEGIES`).
     ``local_queue`` queues this manager's waiters for one lock in-process (by the same
     ``patience`` rule), so that only as many as the lock has holders contend at the server at a
-    time (:mod:`fastlock.locks.gate`; ``docs/locks.md``, "Waiting in turn"); the default
-    (:attr:`queues_locally`) is on for asyncio, off for threads, as measured there.
+    time (:mod:`fastlock.locks.gate`; ``docs/locks.md``, "Waiting in turn": on by default, for
+    tasks and threads alike, as measured there).
     At its first use the manager reads the server's ``maxmemory-policy``: ``allkeys-*`` is
     refused (``LockError``).
     """
 
     if True:  # ASYNC
         default_strategies = ASYNC_STRATEGIES
-        queues_locally = True
-    else:
-        queues_locally = False
     signal_type = AsyncSignal
 
     # --- locks ------------------------------------------------------------------------

@@ -204,7 +204,7 @@ class Gate:
 
     def _forget(self) -> None:
         self._lock = threading.Lock()
-        self.turns = {}
+        self.turns.clear()  # (in place: its manager reads it)
 
 
 def _expire(holders: dict[str, float], now: float) -> None:

@@ -165,11 +165,19 @@ class Lock(LockBase[Runner]):
         """The fencing token, or the last conflict reply ``[ms to expiry, holders...]``: one
         direct call, re-sent once if its reply was lost; with ``wait`` > 0 and a conflict, the
         wait operation, woken through the client's listener (if it has one). A waiter takes its
-        turn on the manager's gate first (:meth:`_in_turn`; ``turn``: when it began to wait for
-        it); one whose listener has waiters on its channel already joins them (:meth:`_joined`)."""
+        turn on the manager's gate (:meth:`_in_turn`; ``turn``: when it began to wait for it)
+        first if this client has turns on the lock, else once its attempt finds the lock held (a
+        free lock costs no turn); one whose listener has waiters on its channel already joins
+        them (:meth:`_joined`)."""
         flags, listener, started = self._flags, None, 0.0
         if wait > 0:
-            if not turn and not handoff and (gate := self.manager.gate) is not None:
+            gate = None
+            if (
+                not turn
+                and not handoff
+                and (gate := self.manager.gate) is not None
+                and scope.name in gate.turns  # (this client's waiters take turns on it)
+            ):
                 return self._in_turn(gate, scope, job_id, wait)
             started = turn or time.monotonic()
             listener = getattr(self.manager.runner, "listener", None)
@@ -189,6 +197,8 @@ class Lock(LockBase[Runner]):
             return reply
         reply = acquire_reply(name, reply)
         if wait > 0:
+            if gate is not None:  # the first of this client's waiters on the lock: in turn from here
+                return self._in_turn(gate, scope, job_id, max(started + wait - time.monotonic(), 0.0))
             patience = self._patience(started)
             return self._waited(
                 self._waiting(scope, job_id, wait, handoff, listener, reply, None, patience), started
@@ -262,7 +272,7 @@ class Lock(LockBase[Runner]):
         try:
             reply = self._call("lock_release", scope.keys, self.manager.release_args(scope, job_id))
         finally:
-            if (gate := self.manager.gate) is not None and gate.turns:  # the next local waiter's turn
+            if self.manager.turns and (gate := self.manager.gate) is not None:  # the next local waiter's turn
                 gate.leave(scope.name, job_id)
         return reply if type(reply) is int and reply > 0 else token_reply("lock_release", reply)
 

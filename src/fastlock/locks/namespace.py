@@ -75,8 +75,6 @@ class Namespace(Generic[R]):
     default_strategies: Mapping[str, Strategy] = STRATEGIES
     signal_type: Callable[[str], Any]
     """What a waiter of this transport waits on for its turn (:mod:`fastlock.locks.gate`)."""
-    queues_locally: bool
-    """Whether ``local_queue`` is on by default for this transport."""
 
     def __init__(
         self,
@@ -91,7 +89,7 @@ class Namespace(Generic[R]):
         patience: float = PATIENCE,
         max_history: int = 0,
         strategies: Mapping[str, Strategy] | None = None,
-        local_queue: bool | None = None,
+        local_queue: bool = True,
     ) -> None:
         if max_history < 0:
             raise ArgumentError("max_history must be >= 0")
@@ -119,10 +117,11 @@ class Namespace(Generic[R]):
         """The keys of ``digest``'s queue-time (``suffix=""``) or runtime (``":run"``) scope
         (the recently used ones are cached); :meth:`checking` comes first."""
         self.policy_checked = False
-        on = self.queues_locally if local_queue is None else local_queue
-        self.gate = Gate(self.signal_type, self.patience) if on else None
+        self.gate = Gate(self.signal_type, self.patience) if local_queue else None
         """The turns of this manager's waiters (:mod:`fastlock.locks.gate`); ``None``: every
         waiter contends at the server."""
+        self.turns: Mapping[str, object] = {} if self.gate is None else self.gate.turns
+        """The gate's turns by scope (always empty without one): a release with none skips it."""
 
     @property
     def prefix(self) -> str:
