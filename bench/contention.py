@@ -282,9 +282,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--sync-names", type=int, default=4)
     parser.add_argument("--only", choices=("aio", "sync"))
     parser.add_argument("--patience", type=float, help="fastlock's (seconds; default: the namespace default)")
-    parser.add_argument(
-        "--local-queue", choices=("on", "off"), help="fastlock's (default: on for asyncio, off for threads)"
-    )
+    parser.add_argument("--local-queue", choices=("on", "off"), help="fastlock's (default: on)")
     print(run(parser.parse_args(argv)))
 
 
