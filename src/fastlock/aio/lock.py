@@ -278,13 +278,8 @@ class AsyncLock(LockBase[AsyncRunner]):
         them (:meth:`_joined`)."""
         flags, listener, started = self._flags, None, 0.0
         if wait > 0:
-            gate = None
-            if (
-                not turn
-                and not handoff
-                and (gate := self.manager.gate) is not None
-                and scope.name in gate.turns  # (this client's waiters take turns on it)
-            ):
+            gate = None if turn or handoff else self.manager.gate  # (a turn taken, or none to take)
+            if gate is not None and scope.name in gate.turns:  # this client's waiters take turns on it
                 return await self._in_turn(gate, scope, job_id, wait)
             started = turn or time.monotonic()
             listener = getattr(self.manager.runner, "listener", None)
